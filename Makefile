@@ -1,0 +1,79 @@
+# tcfuse build. `make` builds the preload library and the command; `make test` runs
+# every CPU test (tests/run does the same and first installs what the tests need).
+#
+# Layout of the link:
+#   build/libtcfuse.so  interpose/ + capture/ + config/   (the preloaded library)
+#   build/libtcfuse.a   capture/ + config/                (pure parts, for tests and tools)
+#   build/tcfuse        tools/ + libtcfuse.a              (the command)
+# Nothing links against CUDA: cuda.h supplies types only, libraries are found at run time.
+
+CUDA_HOME ?= /usr/local/cuda
+CC        ?= cc
+BUILD     ?= build
+
+WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+             -Wno-unused-parameter
+CFLAGS    ?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) \
+             -I. -I$(CUDA_HOME)/include -MMD -MP
+LDLIBS    := -Wl,--as-needed -ldl -lpthread
+
+PURE_SRC  := $(wildcard config/*.c capture/*.c)
+HOOK_SRC  := $(wildcard interpose/*.c)
+HOOK_ASM  := $(wildcard interpose/*.S)
+TOOL_SRC  := $(wildcard tools/*.c)
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+
+PURE_OBJ  := $(PURE_SRC:%.c=$(BUILD)/obj/%.o)
+HOOK_OBJ  := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o) $(HOOK_ASM:%.S=$(BUILD)/obj/%.o)
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test unit unit-bins bats clean demo
+all: $(BUILD)/libtcfuse.so $(BUILD)/tcfuse
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libtcfuse.a: $(PURE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libtcfuse.so: $(HOOK_OBJ) $(PURE_OBJ)
+	$(CC) -shared -Wl,-z,defs -Wl,-soname,libtcfuse.so -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tcfuse: $(TOOL_OBJ) $(BUILD)/libtcfuse.a
+	$(CC) -o $@ $(TOOL_OBJ) $(BUILD)/libtcfuse.a $(LDLIBS) -lm
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtcfuse.a tests/unit/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libtcfuse.a $(LDLIBS) -lm
+
+# The stand-in driver and the programs the BATS suites run under LD_PRELOAD.
+-include tests/stub/stub.mk
+
+unit-bins: $(UNIT_BIN)
+
+unit: $(UNIT_BIN)
+	@tests/unit/run $(UNIT_BIN)
+
+bats: all stub
+	@bats tests/bats
+
+# Everything CI runs (installs missing packages first): the README's test command.
+test:
+	@tests/run
+
+# The main job: an example PyTorch program under tcfuse, printing what tcfuse saw.
+demo: all
+	@tools/demo
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
