@@ -1,0 +1,45 @@
+/* Launch wrappers. Observe mode: the launch goes to the driver at once, then capture
+ * records it (with a copy of the parameter bytes) and the driver's result is returned
+ * unchanged. This is the hot path: every kernel of the process passes here. */
+#include "capture/capture.h"
+#include "interpose/interpose.h"
+
+static inline int tcf_on(void)
+{
+    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) != TCF_MODE_OFF;
+}
+
+#define TCF_LAUNCH_BODY(abi, ptds)                                                       \
+    CUresult tcf_hook_##abi TCF_LAUNCH_PARAMS                                            \
+    {                                                                                    \
+        tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
+        if (!real)                                                                       \
+            return CUDA_ERROR_NOT_FOUND;                                                 \
+        CUresult rc = real TCF_LAUNCH_ARGS;                                              \
+        if (tcf_on())                                                                    \
+            tcf_capture_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem, stream,  \
+                               ptds, params, extra, rc);                                 \
+        return rc;                                                                       \
+    }                                                                                    \
+    TCF_EXPORT(abi)
+
+#define TCF_LAUNCHEX_BODY(abi, ptds)                                                     \
+    CUresult tcf_hook_##abi TCF_LAUNCHEX_PARAMS                                          \
+    {                                                                                    \
+        tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
+        if (!real)                                                                       \
+            return CUDA_ERROR_NOT_FOUND;                                                 \
+        CUresult rc = real TCF_LAUNCHEX_ARGS;                                            \
+        if (tcf_on() && config)                                                          \
+            tcf_capture_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX, config->gridDimY, \
+                               config->gridDimZ, config->blockDimX, config->blockDimY,   \
+                               config->blockDimZ, config->sharedMemBytes,                \
+                               config->hStream, ptds, params, extra, rc);                \
+        return rc;                                                                       \
+    }                                                                                    \
+    TCF_EXPORT(abi)
+
+TCF_LAUNCH_BODY(cuLaunchKernel, 0)
+TCF_LAUNCH_BODY(cuLaunchKernel_ptsz, 1)
+TCF_LAUNCHEX_BODY(cuLaunchKernelEx, 0)
+TCF_LAUNCHEX_BODY(cuLaunchKernelEx_ptsz, 1)

@@ -1,0 +1,118 @@
+/* Memory and stream-ordered copy/memset wrappers: call the driver, record, return its
+ * result unchanged. */
+#include "capture/capture.h"
+#include "interpose/interpose.h"
+
+static inline int tcf_on(void)
+{
+    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) != TCF_MODE_OFF;
+}
+
+#define TCF_REAL_OR_FAIL(abi)                                                            \
+    tcf_fn_##abi##_t real = TCF_REAL(abi);                                               \
+    if (!real)                                                                           \
+        return CUDA_ERROR_NOT_FOUND
+
+CUresult tcf_hook_cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
+{
+    TCF_REAL_OR_FAIL(cuMemAlloc_v2);
+    CUresult rc = real(dptr, size);
+    if (tcf_on())
+        tcf_capture_alloc("cuMemAlloc", rc == CUDA_SUCCESS && dptr ? *dptr : 0, size,
+                          NULL, 0, 0, rc);
+    return rc;
+}
+
+/* cuMemFree waits for the device: it is a boundary as well as a free. */
+CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
+{
+    TCF_REAL_OR_FAIL(cuMemFree_v2);
+    if (tcf_on())
+        tcf_capture_boundary("cuMemFree");
+    CUresult rc = real(dptr);
+    if (tcf_on())
+        tcf_capture_free("cuMemFree", dptr, NULL, 0, 0, rc);
+    return rc;
+}
+
+#define TCF_ALLOC_ASYNC(abi, ptds)                                                       \
+    CUresult tcf_hook_##abi(CUdeviceptr *dptr, size_t size, CUstream stream)             \
+    {                                                                                    \
+        TCF_REAL_OR_FAIL(abi);                                                           \
+        CUresult rc = real(dptr, size, stream);                                          \
+        if (tcf_on())                                                                    \
+            tcf_capture_alloc("cuMemAllocAsync", rc == CUDA_SUCCESS && dptr ? *dptr : 0, \
+                              size, stream, 1, ptds, rc);                                \
+        return rc;                                                                       \
+    }
+#define TCF_ALLOC_POOL(abi, ptds)                                                        \
+    CUresult tcf_hook_##abi(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,           \
+                            CUstream stream)                                             \
+    {                                                                                    \
+        TCF_REAL_OR_FAIL(abi);                                                           \
+        CUresult rc = real(dptr, size, pool, stream);                                    \
+        if (tcf_on())                                                                    \
+            tcf_capture_alloc("cuMemAllocFromPoolAsync",                                 \
+                              rc == CUDA_SUCCESS && dptr ? *dptr : 0, size, stream, 1,   \
+                              ptds, rc);                                                 \
+        return rc;                                                                       \
+    }
+#define TCF_FREE_ASYNC(abi, ptds)                                                        \
+    CUresult tcf_hook_##abi(CUdeviceptr dptr, CUstream stream)                           \
+    {                                                                                    \
+        TCF_REAL_OR_FAIL(abi);                                                           \
+        CUresult rc = real(dptr, stream);                                                \
+        if (tcf_on())                                                                    \
+            tcf_capture_free("cuMemFreeAsync", dptr, stream, 1, ptds, rc);               \
+        return rc;                                                                       \
+    }
+#define TCF_MEMSET(abi, type, elem, name, ptds)                                          \
+    CUresult tcf_hook_##abi(CUdeviceptr dst, type v, size_t n, CUstream stream)          \
+    {                                                                                    \
+        TCF_REAL_OR_FAIL(abi);                                                           \
+        CUresult rc = real(dst, v, n, stream);                                           \
+        if (tcf_on())                                                                    \
+            tcf_capture_memset(name, dst, v, elem, n, stream, ptds, rc);                 \
+        return rc;                                                                       \
+    }
+#define TCF_COPY(abi, ptds)                                                              \
+    CUresult tcf_hook_##abi(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) \
+    {                                                                                    \
+        TCF_REAL_OR_FAIL(abi);                                                           \
+        CUresult rc = real(dst, src, n, stream);                                         \
+        if (tcf_on())                                                                    \
+            tcf_capture_memcpy("cuMemcpyDtoDAsync", dst, src, n, stream, ptds, rc);      \
+        return rc;                                                                       \
+    }
+
+TCF_ALLOC_ASYNC(cuMemAllocAsync, 0)
+TCF_ALLOC_ASYNC(cuMemAllocAsync_ptsz, 1)
+TCF_ALLOC_POOL(cuMemAllocFromPoolAsync, 0)
+TCF_ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz, 1)
+TCF_FREE_ASYNC(cuMemFreeAsync, 0)
+TCF_FREE_ASYNC(cuMemFreeAsync_ptsz, 1)
+TCF_MEMSET(cuMemsetD8Async, unsigned char, 1, "cuMemsetD8Async", 0)
+TCF_MEMSET(cuMemsetD8Async_ptsz, unsigned char, 1, "cuMemsetD8Async", 1)
+TCF_MEMSET(cuMemsetD16Async, unsigned short, 2, "cuMemsetD16Async", 0)
+TCF_MEMSET(cuMemsetD16Async_ptsz, unsigned short, 2, "cuMemsetD16Async", 1)
+TCF_MEMSET(cuMemsetD32Async, unsigned int, 4, "cuMemsetD32Async", 0)
+TCF_MEMSET(cuMemsetD32Async_ptsz, unsigned int, 4, "cuMemsetD32Async", 1)
+TCF_COPY(cuMemcpyDtoDAsync_v2, 0)
+TCF_COPY(cuMemcpyDtoDAsync_v2_ptsz, 1)
+
+TCF_EXPORT(cuMemAlloc_v2)
+TCF_EXPORT(cuMemFree_v2)
+TCF_EXPORT(cuMemAllocAsync)
+TCF_EXPORT(cuMemAllocAsync_ptsz)
+TCF_EXPORT(cuMemAllocFromPoolAsync)
+TCF_EXPORT(cuMemAllocFromPoolAsync_ptsz)
+TCF_EXPORT(cuMemFreeAsync)
+TCF_EXPORT(cuMemFreeAsync_ptsz)
+TCF_EXPORT(cuMemsetD8Async)
+TCF_EXPORT(cuMemsetD8Async_ptsz)
+TCF_EXPORT(cuMemsetD16Async)
+TCF_EXPORT(cuMemsetD16Async_ptsz)
+TCF_EXPORT(cuMemsetD32Async)
+TCF_EXPORT(cuMemsetD32Async_ptsz)
+TCF_EXPORT(cuMemcpyDtoDAsync_v2)
+TCF_EXPORT(cuMemcpyDtoDAsync_v2_ptsz)
