@@ -1,0 +1,89 @@
+/* capture's private structures, shared by its files. Nothing outside capture/ includes it. */
+#ifndef TCF_CAPTURE_INTERNAL_H
+#define TCF_CAPTURE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "capture/capture.h"
+#include "capture/key.h"
+#include "config/config.h"
+
+extern tcf_driver_t tcf_drv;
+
+/* --- kernels (kernels.c) ------------------------------------------------------------- */
+enum { TCF_KIND_UNKNOWN = 0, TCF_KIND_KERNEL, TCF_KIND_FUNCTION };
+
+typedef struct {
+    uint64_t    handle;
+    uint32_t    id;           /* dense, from 1, in order of first launch */
+    uint8_t     kind;
+    uint32_t    nparams;      /* 0 with param_known 0: the driver would not say */
+    uint8_t     param_known;
+    uint32_t    param_bytes;  /* end of the last parameter */
+    uint64_t    name_hash, layout_hash;
+    const char *name;         /* owned; "" when unknown */
+    uint32_t   *off, *size;   /* nparams each */
+    atomic_int  traced;       /* its "kernel" line is in the trace */
+} tcf_kernel_t;
+
+/* The memoized identity of a handle; never NULL (a shared "unknown" entry on failure). */
+tcf_kernel_t *tcf_kernel_get(CUfunction f);
+uint32_t tcf_kernel_count(void);
+
+/* --- windows (window.c) -------------------------------------------------------------- */
+enum { TCF_EV_LAUNCH = 0, TCF_EV_ALLOC, TCF_EV_FREE, TCF_EV_MEMSET, TCF_EV_MEMCPY };
+
+typedef struct {
+    uint8_t  kind, via;
+    int32_t  rc;
+    uint64_t t;
+    uint64_t stream;
+    union {
+        struct { tcf_kernel_t *k; uint32_t grid[3], block[3], smem, pbytes, poff; } l;
+        struct { const char *call; uint64_t ptr, size; } m;
+        struct { const char *call; uint64_t dst, src, value, count; uint32_t elem; } op;
+    } u;
+} tcf_event_t;
+
+typedef struct {
+    uint64_t        ctx, stream, tid;  /* identity */
+    pthread_mutex_t lock;
+    uint64_t        id;                /* of the open window; 0 while empty */
+    uint64_t        first_t, last_t;
+    tcf_event_t    *ev;
+    uint32_t        nev, cap_ev, nlaunch, nops;
+    uint8_t        *arena;             /* parameter bytes of the window's launches */
+    uint32_t        arena_len, arena_cap;
+    tcf_key_scratch_t scratch;
+} tcf_window_t;
+
+/* --- stats (stats.c) ---------------------------------------------------------------- */
+typedef struct {
+    atomic_ullong launches, launch_errors, params_unknown, ops, allocs, frees,
+                  frees_stream, windows, windows_launches, boundary_calls, oom;
+    atomic_ullong dev_lo, dev_hi;      /* span of device memory seen allocated */
+} tcf_counters_t;
+extern tcf_counters_t tcf_ctr;
+
+void tcf_stats_init(void);
+void tcf_stats_window(uint64_t key, uint32_t nlaunch, const char *reason);
+void tcf_stats_print(void);
+
+/* --- trace (trace.c) ----------------------------------------------------------------- */
+int  tcf_trace_open(void);            /* 0 when tracing; -1 when off or failed */
+int  tcf_trace_on(void);
+void tcf_trace_window(const tcf_window_t *w, uint64_t key, const char *reason,
+                      char (*bt)[160], int nbt);
+void tcf_trace_event(const tcf_event_t *e, int64_t win);   /* not in any window */
+void tcf_trace_close(void);
+
+/* --- backtraces (backtrace.c) -------------------------------------------------------- */
+/* Fills up to max frames "module+0xoff symbol" of the caller's stack, skipping tcfuse's own
+ * frames; returns how many, 0 when libunwind is not there. */
+int tcf_backtrace(char (*out)[160], int max);
+
+uint64_t tcf_now_ns(void);
+
+#endif

@@ -1,0 +1,386 @@
+/* Windows: one per (context, stream), holding the work issued there since the last
+ * boundary. In observe mode the work has already gone to the driver; the window is the
+ * record of what could have been deferred together, which is what fusion and replay
+ * will act on. The launch path takes only its own window's lock. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "capture/internal.h"
+
+#define TCF_WTAB_SIZE 4096  /* distinct (context, stream, thread) triples */
+
+tcf_driver_t tcf_drv;
+
+static tcf_window_t *_Atomic tcf_wtab[TCF_WTAB_SIZE];   /* hashed */
+static tcf_window_t *tcf_wall[TCF_WTAB_SIZE];           /* dense, for closing all */
+static atomic_uint tcf_nwall;
+static pthread_mutex_t tcf_wlock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_ullong tcf_next_window_id;
+static atomic_int tcf_started, tcf_stopped;
+static uint64_t tcf_idle_ns;
+static uint32_t tcf_window_max;
+
+uint64_t tcf_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void tcf_kernels_init(void);
+
+void tcf_capture_init(const tcf_driver_t *drv)
+{
+    if (atomic_exchange(&tcf_started, 1))
+        return;
+    tcf_drv = *drv;
+    tcf_idle_ns = (uint64_t)tcf_cfg.idle_us * 1000u;
+    tcf_window_max = (uint32_t)tcf_cfg.window_max;
+    atomic_store(&tcf_ctr.dev_lo, UINT64_MAX);
+    tcf_kernels_init();
+    tcf_stats_init();
+    tcf_trace_open();
+}
+
+/* --- which window ------------------------------------------------------------------- */
+static uint64_t tcf_tid(void)
+{
+    static _Thread_local uint64_t tid;
+    if (!tid)
+        tid = (uint64_t)syscall(SYS_gettid);
+    return tid;
+}
+
+static tcf_window_t *tcf_window_for(CUstream stream, int ptds)
+{
+    uint64_t s = (uint64_t)(uintptr_t)stream, ctx = 0, tid = 0;
+    /* Stream 0 means the legacy default stream, or the calling thread's own default
+     * stream when the call came through a _ptsz entry point. */
+    if (s == 0)
+        s = ptds ? (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD : (uint64_t)(uintptr_t)CU_STREAM_LEGACY;
+    if (s == (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD)
+        tid = tcf_tid();
+    CUcontext c = NULL;
+    if (tcf_drv.ctx_get_current && tcf_drv.ctx_get_current(&c) == CUDA_SUCCESS)
+        ctx = (uint64_t)(uintptr_t)c;
+
+    uint64_t h = (ctx * 0x9E3779B97F4A7C15ull) ^ (s * 0xC2B2AE3D27D4EB4Full) ^ tid;
+    uint32_t i = (uint32_t)(h >> 40) & (TCF_WTAB_SIZE - 1);
+    for (uint32_t probe = 0; probe < TCF_WTAB_SIZE; probe++, i = (i + 1) & (TCF_WTAB_SIZE - 1)) {
+        tcf_window_t *w = atomic_load_explicit(&tcf_wtab[i], memory_order_acquire);
+        if (!w)
+            break;
+        if (w->ctx == ctx && w->stream == s && w->tid == tid)
+            return w;
+    }
+    pthread_mutex_lock(&tcf_wlock);
+    tcf_window_t *found = NULL;
+    i = (uint32_t)(h >> 40) & (TCF_WTAB_SIZE - 1);
+    for (uint32_t probe = 0; probe < TCF_WTAB_SIZE; probe++, i = (i + 1) & (TCF_WTAB_SIZE - 1)) {
+        tcf_window_t *w = atomic_load(&tcf_wtab[i]);
+        if (w && w->ctx == ctx && w->stream == s && w->tid == tid) {
+            found = w;
+            break;
+        }
+        if (!w) {
+            if (atomic_load(&tcf_nwall) >= TCF_WTAB_SIZE - 1)
+                break;  /* full: the caller records nothing (counted) */
+            w = calloc(1, sizeof *w);
+            if (!w)
+                break;
+            w->ctx = ctx, w->stream = s, w->tid = tid;
+            pthread_mutex_init(&w->lock, NULL);
+            tcf_wall[atomic_load(&tcf_nwall)] = w;
+            atomic_fetch_add(&tcf_nwall, 1);
+            atomic_store_explicit(&tcf_wtab[i], w, memory_order_release);
+            found = w;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&tcf_wlock);
+    if (!found)
+        atomic_fetch_add(&tcf_ctr.oom, 1);
+    return found;
+}
+
+/* --- closing ------------------------------------------------------------------------ */
+static void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160], int nbt)
+{
+    if (!w->nev)
+        return;
+    tcf_key_item_t stack_items[64];
+    tcf_key_item_t *items = w->nev <= 64 ? stack_items : malloc(w->nev * sizeof *items);
+    uint64_t key = 0;
+    if (items) {
+        for (uint32_t i = 0; i < w->nev; i++) {
+            const tcf_event_t *e = &w->ev[i];
+            tcf_key_item_t *it = &items[i];
+            memset(it, 0, sizeof *it);
+            it->words[0] = e->kind;
+            if (e->kind == TCF_EV_LAUNCH) {
+                it->words[1] = e->u.l.k->name_hash;
+                it->words[2] = e->u.l.k->layout_hash;
+                it->words[3] = e->u.l.grid[0] | (uint64_t)e->u.l.grid[1] << 32;
+                it->words[4] = e->u.l.grid[2] | (uint64_t)e->u.l.block[0] << 32;
+                it->words[5] = e->u.l.block[1] | (uint64_t)e->u.l.block[2] << 16 |
+                               (uint64_t)e->u.l.smem << 32;
+                it->params = w->arena + e->u.l.poff;
+                it->nparams = e->u.l.pbytes;
+            } else if (e->kind == TCF_EV_ALLOC || e->kind == TCF_EV_FREE) {
+                it->words[1] = e->kind == TCF_EV_ALLOC ? e->u.m.size : 0;
+                it->ptrs[0] = e->u.m.ptr;
+                it->nptrs = 1;
+                it->fresh = e->kind == TCF_EV_ALLOC;
+            } else {
+                it->words[1] = e->u.op.elem;
+                it->words[2] = e->u.op.count;
+                it->ptrs[0] = e->u.op.dst;
+                it->ptrs[1] = e->u.op.src;
+                it->nptrs = e->kind == TCF_EV_MEMCPY ? 2 : 1;
+            }
+        }
+        key = tcf_key_window(items, w->nev, atomic_load(&tcf_ctr.dev_lo),
+                             atomic_load(&tcf_ctr.dev_hi), &w->scratch);
+        if (items != stack_items)
+            free(items);
+    } else {
+        atomic_fetch_add(&tcf_ctr.oom, 1);
+    }
+    if (w->nlaunch)
+        tcf_stats_window(key, w->nlaunch, reason);
+    if (tcf_trace_on())
+        tcf_trace_window(w, key, reason, bt, nbt);
+    w->nev = w->nlaunch = w->nops = 0;
+    w->arena_len = 0;
+    w->id = 0;
+}
+
+static void tcf_close_all(const char *reason)
+{
+    char bt[32][160];
+    int nbt = -1;  /* captured lazily: only when a window actually closes */
+    unsigned n = atomic_load(&tcf_nwall);
+    for (unsigned i = 0; i < n; i++) {
+        tcf_window_t *w = tcf_wall[i];
+        if (!__atomic_load_n(&w->nev, __ATOMIC_RELAXED))
+            continue;
+        if (nbt < 0)
+            nbt = tcf_cfg.backtrace && tcf_trace_on()
+                      ? tcf_backtrace(bt, (int)tcf_cfg.backtrace_depth) : 0;
+        pthread_mutex_lock(&w->lock);
+        tcf_window_close_locked(w, reason, bt, nbt);
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+
+void tcf_capture_boundary(const char *call)
+{
+    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+        return;
+    atomic_fetch_add_explicit(&tcf_ctr.boundary_calls, 1, memory_order_relaxed);
+    tcf_close_all(call);
+}
+
+/* --- appending ---------------------------------------------------------------------- */
+/* Makes room for one event (and `bytes` of parameters); returns it, or NULL. The window
+ * is locked; an idle gap closes the previous window first. */
+static tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
+{
+    if (w->nev && tcf_idle_ns && now - w->last_t > tcf_idle_ns)
+        tcf_window_close_locked(w, "idle", NULL, 0);
+    if (w->nev == w->cap_ev) {
+        uint32_t cap = w->cap_ev ? w->cap_ev * 2 : 64;
+        tcf_event_t *ev = realloc(w->ev, cap * sizeof *ev);
+        if (!ev)
+            return NULL;
+        w->ev = ev, w->cap_ev = cap;
+    }
+    if (w->arena_len + bytes > w->arena_cap) {
+        uint32_t cap = w->arena_cap ? w->arena_cap : 4096;
+        while (cap < w->arena_len + bytes)
+            cap *= 2;
+        uint8_t *a = realloc(w->arena, cap);
+        if (!a)
+            return NULL;
+        w->arena = a, w->arena_cap = cap;
+    }
+    if (!w->nev) {
+        w->id = atomic_fetch_add(&tcf_next_window_id, 1) + 1;
+        w->first_t = now;
+    }
+    w->last_t = now;
+    tcf_event_t *e = &w->ev[w->nev++];
+    e->t = now;
+    return e;
+}
+
+/* Copies the launch's parameters into the window's arena, laid out as the kernel says.
+ * Returns the byte count copied (0 when the layout is unknown). */
+static uint32_t tcf_copy_params(tcf_window_t *w, const tcf_kernel_t *k, void **params,
+                                void **extra, uint32_t at)
+{
+    if (params && k->param_known) {
+        memset(w->arena + at, 0, k->param_bytes);  /* padding: there are no caller bytes */
+        for (uint32_t i = 0; i < k->nparams; i++)
+            if (params[i])
+                memcpy(w->arena + at + k->off[i], params[i], k->size[i]);
+        return k->param_bytes;
+    }
+    if (extra) {
+        const void *buf = NULL;
+        size_t size = 0;
+        for (int i = 0; i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+                buf = extra[i + 1];
+            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
+                size = *(const size_t *)extra[i + 1];
+        }
+        if (buf && size <= (k->param_known ? k->param_bytes : size)) {
+            memcpy(w->arena + at, buf, size);
+            return (uint32_t)size;
+        }
+    }
+    return 0;
+}
+
+static size_t tcf_extra_size(void **extra)
+{
+    for (int i = 0; extra && i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2)
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
+            return *(const size_t *)extra[i + 1];
+    return 0;
+}
+
+void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                        unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
+                        int ptds, void **params, void **extra, CUresult rc)
+{
+    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+        return;
+    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+    if (rc != CUDA_SUCCESS)
+        atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
+    tcf_kernel_t *k = tcf_kernel_get(f);
+    tcf_window_t *w = tcf_window_for(stream, ptds);
+    if (!w)
+        return;
+    uint64_t now = tcf_now_ns();
+    size_t need = params && k->param_known ? k->param_bytes : tcf_extra_size(extra);
+    if (need > (1u << 20))
+        need = 0;  /* the driver caps parameters far below this: a corrupt size */
+    uint32_t bytes = ((uint32_t)need + 7u) & ~7u;
+
+    pthread_mutex_lock(&w->lock);
+    tcf_event_t *e = tcf_window_append(w, now, bytes);
+    if (e) {
+        e->kind = TCF_EV_LAUNCH;
+        e->via = (uint8_t)via;
+        e->rc = rc;
+        e->stream = (uint64_t)(uintptr_t)stream;
+        e->u.l.k = k;
+        e->u.l.grid[0] = gx, e->u.l.grid[1] = gy, e->u.l.grid[2] = gz;
+        e->u.l.block[0] = bx, e->u.l.block[1] = by, e->u.l.block[2] = bz;
+        e->u.l.smem = smem;
+        e->u.l.poff = w->arena_len;
+        e->u.l.pbytes = need ? tcf_copy_params(w, k, params, extra, w->arena_len) : 0;
+        if (!e->u.l.pbytes && (params || extra))
+            atomic_fetch_add_explicit(&tcf_ctr.params_unknown, 1, memory_order_relaxed);
+        w->arena_len += (e->u.l.pbytes + 7u) & ~7u;
+        w->nlaunch++;
+        if (w->nlaunch >= tcf_window_max)
+            tcf_window_close_locked(w, "size-cap", NULL, 0);
+    } else {
+        atomic_fetch_add(&tcf_ctr.oom, 1);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* An event on a stream goes into its window; one without a stream straight to the trace. */
+static void tcf_capture_other(tcf_event_t *proto, CUstream stream, int has_stream, int ptds)
+{
+    proto->t = tcf_now_ns();
+    proto->stream = (uint64_t)(uintptr_t)stream;
+    tcf_window_t *w = has_stream ? tcf_window_for(stream, ptds) : NULL;
+    if (!w) {
+        if (tcf_trace_on())
+            tcf_trace_event(proto, -1);
+        return;
+    }
+    pthread_mutex_lock(&w->lock);
+    tcf_event_t *e = tcf_window_append(w, proto->t, 0);
+    if (e) {
+        *e = *proto;
+        if (e->kind == TCF_EV_MEMSET || e->kind == TCF_EV_MEMCPY)
+            w->nops++;
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+void tcf_capture_alloc(const char *call, CUdeviceptr ptr, size_t size, CUstream stream,
+                       int has_stream, int ptds, CUresult rc)
+{
+    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+        return;
+    if (rc == CUDA_SUCCESS && ptr) {
+        atomic_fetch_add(&tcf_ctr.allocs, 1);
+        uint64_t lo = atomic_load(&tcf_ctr.dev_lo), hi = atomic_load(&tcf_ctr.dev_hi);
+        while (ptr < lo && !atomic_compare_exchange_weak(&tcf_ctr.dev_lo, &lo, ptr))
+            ;
+        while (ptr + size > hi && !atomic_compare_exchange_weak(&tcf_ctr.dev_hi, &hi, ptr + size))
+            ;
+    }
+    tcf_event_t e = { .kind = TCF_EV_ALLOC, .rc = rc };
+    e.u.m.call = call, e.u.m.ptr = ptr, e.u.m.size = size;
+    tcf_capture_other(&e, stream, has_stream, ptds);
+}
+
+void tcf_capture_free(const char *call, CUdeviceptr ptr, CUstream stream, int has_stream,
+                      int ptds, CUresult rc)
+{
+    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+        return;
+    if (rc == CUDA_SUCCESS) {
+        atomic_fetch_add(&tcf_ctr.frees, 1);
+        if (has_stream)
+            atomic_fetch_add(&tcf_ctr.frees_stream, 1);
+    }
+    tcf_event_t e = { .kind = TCF_EV_FREE, .rc = rc };
+    e.u.m.call = call, e.u.m.ptr = ptr;
+    tcf_capture_other(&e, stream, has_stream, ptds);
+}
+
+void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsigned elem,
+                        size_t count, CUstream stream, int ptds, CUresult rc)
+{
+    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+        return;
+    atomic_fetch_add(&tcf_ctr.ops, 1);
+    tcf_event_t e = { .kind = TCF_EV_MEMSET, .rc = rc };
+    e.u.op.call = call, e.u.op.dst = dst, e.u.op.value = value;
+    e.u.op.elem = elem, e.u.op.count = count;
+    tcf_capture_other(&e, stream, 1, ptds);
+}
+
+void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                        CUstream stream, int ptds, CUresult rc)
+{
+    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+        return;
+    atomic_fetch_add(&tcf_ctr.ops, 1);
+    tcf_event_t e = { .kind = TCF_EV_MEMCPY, .rc = rc };
+    e.u.op.call = call, e.u.op.dst = dst, e.u.op.src = src, e.u.op.count = bytes;
+    tcf_capture_other(&e, stream, 1, ptds);
+}
+
+void tcf_capture_shutdown(void)
+{
+    if (!atomic_load(&tcf_started) || atomic_exchange(&tcf_stopped, 1))
+        return;
+    tcf_close_all("exit");
+    if (tcf_cfg.stats)
+        tcf_stats_print();
+    tcf_trace_close();
+}
