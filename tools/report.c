@@ -1,0 +1,80 @@
+/* report: `tcfuse report [--top N] [--chrome OUT.json] FILE`, argument handling. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/report.h"
+
+void tcf_tool_help_report(FILE *f)
+{
+    fprintf(f,
+        "usage: tcfuse report [--top N] FILE\n"
+        "       tcfuse report --chrome OUT.json FILE\n"
+        "\n"
+        "Summarizes a trace written with TCFUSE_TRACE=FILE (or tcfuse run --trace FILE):\n"
+        "totals, the most launched kernels, window lengths, repeated windows (same key),\n"
+        "and why windows closed, with the host call sites when the trace has backtraces\n"
+        "(tcfuse run --backtrace). FILE may be - for stdin.\n"
+        "\n"
+        "options:\n"
+        "  -n, --top N          rows per table (default 10)\n"
+        "  -c, --chrome OUT     write Chrome trace-event JSON to OUT instead (- for stdout);\n"
+        "                       open it in ui.perfetto.dev or chrome://tracing\n"
+        "  -h, --help           this text\n");
+}
+
+int tcf_tool_report(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "top", required_argument, NULL, 'n' }, { "chrome", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },      { NULL, 0, NULL, 0 },
+    };
+    const char *chrome = NULL;
+    tcf_report_t r;
+    long top = 10;
+    char *end;
+    int c, rc;
+
+    optind = 1, opterr = 0;
+    while ((c = getopt_long(argc, argv, "n:c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            top = strtol(optarg, &end, 10);
+            if (*optarg == 0 || *end != 0 || top < 1 || top > 1000000) {
+                fprintf(stderr, "tcfuse report: --top wants a number from 1 up, not '%s'\n",
+                        optarg);
+                return TCF_EXIT_USAGE;
+            }
+            break;
+        case 'c': chrome = optarg; break;
+        case 'h': tcf_tool_help_report(stdout); return TCF_EXIT_OK;
+        default:
+            fprintf(stderr, "tcfuse report: %s option '%s'\n",
+                    (optopt && strchr("nc", optopt)) ? "missing value for" : "unknown",
+                    argv[optind - 1]);
+            tcf_tool_help_report(stderr);
+            return TCF_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 1) {
+        fprintf(stderr, "tcfuse report: %s\n", optind >= argc ? "no trace file given"
+                                                              : "one trace file at a time");
+        tcf_tool_help_report(stderr);
+        return TCF_EXIT_USAGE;
+    }
+    if (chrome) return tcf_report_chrome(argv[optind], chrome) < 0 ? TCF_EXIT_FAIL : TCF_EXIT_OK;
+
+    rc = tcf_report_collect(&r, argv[optind]);
+    if (rc == 0) {
+        tcf_report_print(&r, argv[optind], stdout, (size_t)top);
+        if (r.st.malformed)
+            fprintf(stderr, "tcfuse report: %s: %zu malformed lines skipped\n", argv[optind],
+                    r.st.malformed);
+    }
+    tcf_report_free(&r);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "tcfuse report: write failed\n");
+        return TCF_EXIT_FAIL;
+    }
+    return rc == 0 ? TCF_EXIT_OK : TCF_EXIT_FAIL;
+}

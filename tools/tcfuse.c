@@ -1,0 +1,69 @@
+/* tcfuse: the command. `tcfuse run` starts a program under libtcfuse.so, `tcfuse report`
+ * reads the traces it writes, `tcfuse config` lists the TCFUSE_* options. Each subcommand
+ * lives in its own file; this one only dispatches and holds the top-level help. */
+#include <string.h>
+
+#include "config/config.h"
+#include "tools/tools.h"
+
+void tcf_tool_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tcfuse <command> [args]\n"
+        "\n"
+        "Fuses and replays a CUDA program's kernel launches, unmodified, by preloading\n"
+        "libtcfuse.so into it.\n"
+        "\n"
+        "commands:\n"
+        "  run [options] -- CMD [ARGS...]   run CMD with tcfuse preloaded\n"
+        "  report [--chrome OUT] FILE       summarize a trace (or convert it for Perfetto)\n"
+        "  config                           list the TCFUSE_* options and their defaults\n"
+        "  help [command]                   this text, or a command's\n"
+        "\n"
+        "options: -h, --help; -V, --version\n");
+}
+
+static int help(const char *cmd)
+{
+    if (!cmd) tcf_tool_usage(stdout);
+    else if (strcmp(cmd, "run") == 0) tcf_tool_help_run(stdout);
+    else if (strcmp(cmd, "report") == 0) tcf_tool_help_report(stdout);
+    else if (strcmp(cmd, "config") == 0)
+        printf("usage: tcfuse config\n\nLists every TCFUSE_* environment variable tcfuse "
+               "reads, with its default.\n");
+    else {
+        fprintf(stderr, "tcfuse help: no command '%s'\n", cmd);
+        tcf_tool_usage(stderr);
+        return TCF_EXIT_USAGE;
+    }
+    return TCF_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : NULL;
+    if (!cmd) {
+        tcf_tool_usage(stderr);
+        return TCF_EXIT_USAGE;
+    }
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0)
+        return help(argc > 2 ? argv[2] : NULL);
+    if (strcmp(cmd, "help") == 0) return help(argc > 2 ? argv[2] : NULL);
+    if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("tcfuse %s\n", TCF_VERSION);
+        return TCF_EXIT_OK;
+    }
+    if (strcmp(cmd, "run") == 0) return tcf_tool_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0) return tcf_tool_report(argc - 1, argv + 1);
+    if (strcmp(cmd, "config") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "tcfuse config: takes no arguments\n");
+            return TCF_EXIT_USAGE;
+        }
+        tcf_config_help(stdout);
+        return fflush(stdout) == 0 ? TCF_EXIT_OK : TCF_EXIT_FAIL;
+    }
+    fprintf(stderr, "tcfuse: unknown command '%s'\n\n", cmd);
+    tcf_tool_usage(stderr);
+    return TCF_EXIT_USAGE;
+}
