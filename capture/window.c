@@ -238,7 +238,9 @@ static uint32_t tcf_copy_params(tcf_window_t *w, const tcf_kernel_t *k, void **p
             else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
                 size = *(const size_t *)extra[i + 1];
         }
-        if (buf && size <= (k->param_known ? k->param_bytes : size)) {
+        /* The caller's size is authoritative (it may pad past the last parameter); the
+         * driver refuses more than 32 KiB of parameters, so more is corrupt. */
+        if (buf && size <= 32768) {
             memcpy(w->arena + at, buf, size);
             return (uint32_t)size;
         }
@@ -269,8 +271,8 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
         return;
     uint64_t now = tcf_now_ns();
     size_t need = params && k->param_known ? k->param_bytes : tcf_extra_size(extra);
-    if (need > (1u << 20))
-        need = 0;  /* the driver caps parameters far below this: a corrupt size */
+    if (need > 32768)
+        need = 0;  /* the driver caps parameters at 32 KiB: a corrupt size */
     uint32_t bytes = ((uint32_t)need + 7u) & ~7u;
 
     pthread_mutex_lock(&w->lock);
@@ -286,7 +288,9 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
         e->u.l.smem = smem;
         e->u.l.poff = w->arena_len;
         e->u.l.pbytes = need ? tcf_copy_params(w, k, params, extra, w->arena_len) : 0;
-        if (!e->u.l.pbytes && (params || extra))
+        /* Unknown: the layout was not available for an argument array, or an extra
+         * buffer could not be read. A kernel with no parameters copies nothing. */
+        if (!e->u.l.pbytes && ((params && !k->param_known) || (!params && extra)))
             atomic_fetch_add_explicit(&tcf_ctr.params_unknown, 1, memory_order_relaxed);
         w->arena_len += (e->u.l.pbytes + 7u) & ~7u;
         w->nlaunch++;

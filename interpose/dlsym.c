@@ -46,13 +46,28 @@ void *tcf_dlsym_slow(void *handle, const char *name)
     return tcf_real_dlsym(handle, name);
 }
 
+static void *tcf_object_of(void *p)
+{
+    Dl_info di;
+    return dladdr(p, &di) ? di.dli_fbase : NULL;
+}
+
 static int tcf_is_ours(void *p)
 {
     static void *base;
-    Dl_info self, other;
-    if (!base && dladdr((void *)tcf_is_ours, &self))
-        base = self.dli_fbase;
-    return base && dladdr(p, &other) && other.dli_fbase == base;
+    if (!base)
+        base = tcf_object_of((void *)tcf_is_ours);
+    return base && tcf_object_of(p) == base;
+}
+
+/* Whether p is in libcuda itself (or in the object that exports cuGetProcAddress, for a
+ * stand-in driver with another name): a cu* symbol from any other library is not ours to
+ * classify. */
+static int tcf_in_driver(void *p)
+{
+    void *h = tcf_interpose_libcuda();
+    void *gp = h ? tcf_real_dlsym(h, "cuGetProcAddress") : NULL;
+    return gp && tcf_object_of(gp) == tcf_object_of(p);
 }
 
 void *tcf_dlsym_cuda(void *handle, const char *name)
@@ -67,6 +82,9 @@ void *tcf_dlsym_cuda(void *handle, const char *name)
         if (!p)
             return NULL;
     }
+    tcf_interpose_init();
+    if (tcf_interpose_libcuda() && !tcf_in_driver(p))
+        return p;
     return tcf_interpose_resolve(name, p, 1, 0, 0);
 }
 
@@ -76,7 +94,7 @@ void *tcf_dlsym_cuda(void *handle, const char *name)
 void *dlsym(void *handle, const char *name) __attribute__((visibility("default")));
 void *dlsym(void *handle, const char *name)
 {
-    if (name && name[0] == 'c' && name[1] == 'u')
+    if (name && name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z')
         return tcf_dlsym_cuda(handle, name);
     return tcf_real_dlsym(handle, name);
 }

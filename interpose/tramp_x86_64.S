@@ -5,7 +5,7 @@
  * calls the real dlsym would make every RTLD_NEXT lookup in the process relative to
  * libtcfuse.so, breaking other interposers (a preloaded malloc that looks up the "next"
  * malloc would find itself). So names not starting with "cu" tail-jump into glibc with the
- * caller's frame untouched; only CUDA names take the C path (tcf_dlsym_cuda).
+ * caller's frame untouched; only driver names take the C path (tcf_dlsym_cuda).
  *
  * Trampolines: TCF_TRAMP_SLOTS identical 16-byte stubs. Stub i loads i into %r11 (a
  * scratch register no argument uses) and jumps to the common body, which saves every
@@ -28,6 +28,12 @@ dlsym:
     jne     1f
     cmpb    $'u', 1(%rsi)
     jne     1f
+    /* Driver entry points are cu + an upper-case letter; cudnn*, cublas*, cuda* are not
+     * the driver's and go straight to glibc too. */
+    movzbl  2(%rsi), %eax
+    sub     $'A', %eax
+    cmp     $25, %eax
+    ja      1f
     jmp     tcf_dlsym_cuda
 1:  mov     tcf_dlsym_next(%rip), %rax
     test    %rax, %rax
@@ -92,6 +98,23 @@ tcf_tramp_stubs:
     jmp     tcf_tramp_common
     .set    tcf_slot, tcf_slot + 1
     .endr
+
+/* Boundaries exported under their ABI names (hooks.def TCF_GATE_ABI): fixed slots after
+ * the pool, numbered in table order; tramp.c resolves their real functions on first use. */
+    .set    tcf_fixed, TCF_TRAMP_SLOTS
+#define TCF_WRAP(abi, base, since, ptds, cls, params, args)
+#define TCF_GATE(base)
+#define TCF_PASS(base)
+#define TCF_GATE_ABI(abi, base)     \
+    .globl  abi;                    \
+    .type   abi, @function;         \
+    .balign 16;                     \
+abi:                                \
+    mov     $tcf_fixed, %r11d;      \
+    jmp     tcf_tramp_common;       \
+    .size   abi, .-abi;             \
+    .set    tcf_fixed, tcf_fixed + 1;
+#include "interpose/hooks.def"
 
     .section .note.GNU-stack, "", @progbits
 #endif
