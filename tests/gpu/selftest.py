@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""CPU-only checks of the GPU suites' helper scripts (no GPU, no torch): trim-trace.py on a
+hand-made trace in the format of docs/TRACE.md, the stats parser on the stats lines tcfuse
+prints, perf.py's per-iteration figures from both. `python3 tests/gpu/selftest.py`;
+prints 'N passed, N failed' and exits non-zero on a failure."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import tcfstats  # noqa: E402
+
+passed = failed = 0
+
+
+def check(cond, what, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL: %s %s" % (what, detail))
+
+
+def make_trace(path, windows=40, per_window=5, t0=1000):
+    """Windows of `per_window` launches of two kernels, a stream-ordered alloc and free in
+    each, a process-wide alloc before the first; window w closes at t0 + 100*(w+1)."""
+    lines = [{"tcfuse_trace": 1, "version": "test", "pid": 1, "mode": "observe", "argv0": "x"}]
+    lines.append({"ev": "alloc", "t": t0, "win": -1, "call": "cuMemAlloc_v2", "ptr": "0x7f0000000000",
+                  "size": 1 << 20, "stream": "0x0", "rc": 0})
+    seen = set()
+    launches = 0
+    for w in range(windows):
+        t = t0 + 100 * w + 1
+        for j in range(per_window):
+            k = (w + j) % 3
+            if k not in seen:
+                seen.add(k)
+                lines.append({"ev": "kernel", "id": k, "name": "_Z6kernel%di" % k, "handle": "0x%x" % (0x1000 + k),
+                              "kind": "kernel", "params": [[0, 8], [8, 4]]})
+            lines.append({"ev": "launch", "t": t + j, "win": w, "k": k, "via": "cuLaunchKernel", "grid": [1, 1, 1],
+                          "block": [128, 1, 1], "smem": 0, "stream": "0x5", "rc": 0, "params": "00" * 12})
+            launches += 1
+        lines.append({"ev": "alloc", "t": t + 50, "win": w, "call": "cuMemAllocAsync", "ptr": "0x7f0000100000",
+                      "size": 4096, "stream": "0x5", "rc": 0})
+        lines.append({"ev": "free", "t": t + 60, "win": w, "call": "cuMemFreeAsync", "ptr": "0x7f0000100000",
+                      "stream": "0x5", "rc": 0})
+        reason = "cuStreamSynchronize" if w % 4 == 3 else "idle"
+        lines.append({"ev": "window", "t": t0 + 100 * (w + 1), "id": w, "ctx": "0x1", "stream": "0x5",
+                      "launches": per_window, "ops": 0, "key": "0x%016x" % (w % 4), "reason": reason})
+    lines.append({"ev": "end", "t": t0 + 100 * windows + 5, "launches": launches, "windows": windows, "dropped": 0})
+    with open(path, "w") as f:
+        for obj in lines:
+            f.write(json.dumps(obj) + "\n")
+    return launches
+
+
+def read(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+STATS = """some program output
+tcfuse: warning: something before the stats
+tcfuse: stats: mode observe, pid 1234
+tcfuse:   launches      %d (3 distinct kernels)
+tcfuse:   windows       %d (launches per window: median 3, max 5)
+tcfuse:   keys          2 distinct; %d of %d windows repeated an earlier key
+tcfuse:   boundaries    cuStreamSynchronize %d, idle %d
+tcfuse:                 cuCtxSynchronize %d
+tcfuse:   allocator     4 allocs, %d frees (3 stream-ordered); frees visible: yes
+"""
+
+
+def stats_text(launches, windows, sync, idle, ctxsync, frees):
+    return STATS % (launches, windows, windows - 2, windows, sync, idle, ctxsync, frees)
+
+
+def main():
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as d:
+        # trim-trace: a window limit, a size limit, skipping, a cut-off last line.
+        tr = os.path.join(d, "t.jsonl")
+        total = make_trace(tr)
+        out = os.path.join(d, "o.jsonl")
+        r = subprocess.run([py, os.path.join(HERE, "trim-trace.py"), tr, out, "-k", "3", "-q"])
+        check(r.returncode == 0, "trim exit status")
+        ev = read(out)
+        check("tcfuse_trace" in ev[0] and ev[0]["trimmed"]["windows"] == 3, "trim header", ev[0])
+        check(ev[-1]["ev"] == "end" and ev[-1]["launches"] == 15 and ev[-1]["windows"] == 3, "trim end", ev[-1])
+        check(ev[-1]["trimmed_from"] == {"launches": total, "windows": 40}, "trim end original counts", ev[-1])
+        wins = [e["id"] for e in ev if e.get("ev") == "window"]
+        check(wins == [0, 1, 2], "trim keeps the first windows", wins)
+        kept_k = {e["id"] for e in ev if e.get("ev") == "kernel"}
+        used_k = {e["k"] for e in ev if e.get("ev") == "launch"}
+        check(kept_k == used_k, "trim keeps exactly the kernels used", (kept_k, used_k))
+        check(any(e.get("win") == -1 for e in ev), "trim keeps process-wide allocations")
+        check(all(e.get("win") in (None, -1, 0, 1, 2) for e in ev), "trim drops other windows")
+        r = subprocess.run([py, os.path.join(HERE, "trim-trace.py"), tr, out, "--skip", "10", "-k", "2", "-q"])
+        wins = [e["id"] for e in read(out) if e.get("ev") == "window"]
+        check(r.returncode == 0 and wins == [10, 11], "trim --skip", wins)
+        r = subprocess.run([py, os.path.join(HERE, "trim-trace.py"), tr, out, "--max-bytes", "4000", "-q"])
+        size = os.path.getsize(out)
+        check(r.returncode == 0 and size <= 4000 and len([1 for e in read(out) if e.get("ev") == "window"]) >= 1,
+              "trim --max-bytes", size)
+        with open(tr) as f:
+            text = f.read()
+        cut = os.path.join(d, "cut.jsonl")
+        with open(cut, "w") as f:
+            f.write(text[: len(text) // 2])  # a crash mid-line, no end line
+        r = subprocess.run([py, os.path.join(HERE, "trim-trace.py"), cut, out, "-q"], stderr=subprocess.PIPE)
+        ev = read(out)
+        check(r.returncode == 0 and ev[-1]["ev"] == "end" and ev[-1].get("truncated_input"), "trim of a cut trace")
+
+        # The stats parser.
+        b = tcfstats.parse(stats_text(12, 4, 3, 1, 2, 3))
+        check(b is not None and b["launches"] == 12 and b["distinct_kernels"] == 3, "stats launches", b)
+        check(b["windows"] == 4 and b["median_window"] == 3 and b["max_window"] == 5, "stats windows", b)
+        check(b["keys"] == 2 and b["repeated_windows"] == 2, "stats keys", b)
+        check(b["boundaries"] == {"cuStreamSynchronize": 3, "idle": 1, "cuCtxSynchronize": 2}, "stats boundaries", b)
+        check(b["allocs"] == 4 and b["frees"] == 3 and b["stream_ordered_frees"] == 3 and b["frees_visible"] == "yes",
+              "stats allocator", b)
+        two = tcfstats.parse("tcfuse: stats: mode observe, pid 1\ntcfuse:   launches 5\n" + stats_text(99, 4, 3, 1, 0, 0))
+        check(two["launches"] == 99, "stats: the block with the most launches", two)
+        check(tcfstats.parse("nothing here") is None, "stats: none")
+
+        # perf.py periter: stats differencing and the trace between marks.
+        short, long_ = os.path.join(d, "s.log"), os.path.join(d, "l.log")
+        with open(short, "w") as f:
+            f.write(stats_text(100, 20, 5, 15, 2, 0))
+        with open(long_, "w") as f:
+            f.write(stats_text(600, 70, 25, 45, 12, 10))
+        marks = os.path.join(d, "m.json")
+        with open(marks, "w") as f:  # windows 10..29 close in (2000, 4000]
+            json.dump({"t0": 2000, "t1": 4000, "iters": 10}, f)
+        r = subprocess.run([py, os.path.join(HERE, "perf.py"), "periter", "--title", "test", "--short", short,
+                            "--long", long_, "--nshort", "2", "--nlong", "12", "--trace", tr, "--marks", marks],
+                           stdout=subprocess.PIPE, universal_newlines=True)
+        o = r.stdout
+        check(r.returncode == 0, "perf periter exit status", o)
+        check("stats (12-2 its)/10" in o and " 50.0 " in o and " 5.0 " in o, "perf periter stats figures", o)
+        check("idle 3, cuStreamSynchronize 2, cuCtxSynchronize 1" in o, "perf periter boundaries", o)
+        check("trace (10 its)" in o and " 10.0 " in o and " 2.0 " in o, "perf periter trace figures", o)
+        check("idle 1.5, cuStreamSynchronize 0.5" in o, "perf periter trace reasons", o)
+        check("SUMMARY: 50.0 launches/it, 5.0 windows/it, median 3(all)" in o, "perf periter summary", o)
+
+        # The same with the histogram and problem lines capture/stats.c prints.
+        with open(short, "a") as f:
+            f.write("tcfuse:   window sizes  1:10 2-3:5\n")
+        with open(long_, "a") as f:
+            f.write("tcfuse:   window sizes  1:10 2-3:5 4-7:50\n"
+                    "tcfuse:   problems      params-unknown 3, launch-errors 0\n")
+        r = subprocess.run([py, os.path.join(HERE, "perf.py"), "periter", "--title", "test", "--short", short,
+                            "--long", long_], stdout=subprocess.PIPE, universal_newlines=True)
+        o = r.stdout
+        check(r.returncode == 0 and "4-7(it)" in o and "BRIEF: 50.0/5.0/4-7/yes(stats)" in o,
+              "perf periter: median from the differenced histogram", o)
+        check("PROBLEMS (long run): params-unknown 3" in o, "perf periter: problems", o)
+
+        # perf.py launch-cost and gpt2 on made-up logs.
+        logs = []
+        for v, ns in (("none", 2000), ("off", 2010), ("observe", 2500)):
+            for rep in (1, 2, 3):
+                p = os.path.join(d, "launch_cost.%s.%d.log" % (v, rep))
+                with open(p, "w") as f:
+                    f.write("launch_cost: n 100000 issue_ns_per_launch %.1f total_ns_per_launch %.1f sync_us 5.0\n"
+                            % (ns + rep, ns + 100 + rep))
+                logs.append(p)
+        r = subprocess.run([py, os.path.join(HERE, "perf.py"), "launch-cost"] + logs,
+                           stdout=subprocess.PIPE, universal_newlines=True)
+        check(r.returncode == 0 and "observe vs none: +500.0 ns/launch" in r.stdout, "perf launch-cost", r.stdout)
+        logs = []
+        for v, ms in (("none", 6.0), ("observe", 6.6)):
+            p = os.path.join(d, "gpt2_perf.%s.1.log" % v)
+            with open(p, "w") as f:
+                f.write("gpt2_observe: iters 50 warmup 10 median_ms %.4f p10_ms 1 p90_ms 2 min_ms 1\n" % ms)
+            logs.append(p)
+        r = subprocess.run([py, os.path.join(HERE, "perf.py"), "gpt2"] + logs,
+                           stdout=subprocess.PIPE, universal_newlines=True)
+        check(r.returncode == 0 and "observe / none: 1.100" in r.stdout, "perf gpt2", r.stdout)
+    print("selftest: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
