@@ -1,0 +1,390 @@
+/* Decoding of PyTorch 2.11 elementwise launches into ops (contract: decode.h; the kernel
+ * families: decode_rules.def; the facts: shared/PYTORCH-KERNELS.md, recorded launches in
+ * tests/fixtures/torch-2.11-h100-single-ops.log). Three steps: parse the name (loop,
+ * functor part, dtypes), pick a rule, then check the layout and read the bytes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "capture/decode.h"
+
+enum { TCF_SC_NONE = 0, TCF_SC_OPMATH, TCF_SC_ELEM };
+enum { TCF_IN_SAME = 0, TCF_IN_BOOL };
+enum { TCF_OUT_SAME = 0, TCF_OUT_BOOL, TCF_OUT_F16, TCF_OUT_BF16 };
+enum { TCF_DTS_FLT = 0, TCF_DTS_FLTB };
+
+typedef struct { uint8_t after, ty; } tcf_decode_field_t;
+typedef struct {
+    const char        *rule, *m1, *m2, *lam;
+    tcf_op_kind_t      kind;
+    uint8_t            idx, in0, out, nin, dts, sarg;
+    tcf_decode_field_t s[2];
+    int8_t             moff;
+    uint8_t            mbase, mcount;
+} tcf_decode_rule_t;
+
+#define STRUCT NULL
+#define SC(a, t) { a, TCF_SC_##t }
+#define NOSC { 0, TCF_SC_NONE }
+#define MODE(o, b, n) o, b, n
+#define NOMODE -1, 0, 0
+static const tcf_decode_rule_t tcf_decode_rules[] = {
+#define TCF_DECODE_RULE(r, k, m1, m2, lam, idx, in0, out, nin, dts, sarg, s0, s1, mode)  \
+    { #r, m1, m2, lam, TCF_OP_##k, idx, TCF_IN_##in0, TCF_OUT_##out, nin, TCF_DTS_##dts, \
+      TCF_SARG_##sarg, { s0, s1 }, mode },
+#include "capture/decode_rules.def"
+#undef TCF_DECODE_RULE
+};
+#define TCF_DECODE_NRULES (sizeof tcf_decode_rules / sizeof tcf_decode_rules[0])
+
+/* The three loops of native/cuda/CUDALoops.cuh, by their mangled prefix. */
+#define TCF_VEC_PREFIX "_ZN2at6native29vectorized_elementwise_kernelILi"
+#define TCF_UNR_PREFIX "_ZN2at6native27unrolled_elementwise_kernelI"
+#define TCF_LEG_PREFIX "_ZN2at6native18elementwise_kernelI"
+#define TCF_ARRAY      "St5arrayIPcLm" /* std::array<char*, NT>: data = [out, in0, ...] */
+
+typedef struct {
+    tcf_loop_t  loop;
+    unsigned    vec, nt, ncast;  /* <vec>, NT, LoadWithCast<ncast> (0: no cast) */
+    const char *fb, *fe;         /* the functor part of the name: [fb, fe) */
+    const char *lam, *lam_end;   /* innermost lambda's parameter list; NULL for structs */
+    const char *disc;            /* its discriminator ("_", "0_", ...), up to fe */
+} tcf_decode_name_t;
+
+static int tcf_decode_starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+static int tcf_decode_ends(const char *s, const char *e, const char *p)
+{
+    return (size_t)(e - s) >= strlen(p) && !memcmp(e - strlen(p), p, strlen(p));
+}
+static const char *tcf_decode_find(const char *b, const char *e, const char *p)
+{
+    return memmem(b, (size_t)(e - b), p, strlen(p));
+}
+static const char *tcf_decode_rfind(const char *b, const char *e, const char *p)
+{
+    for (size_t n = strlen(p), i = (size_t)(e - b) >= n ? (size_t)(e - b) - n + 1 : 0; i-- > 0;)
+        if (!memcmp(b + i, p, n))
+            return b + i;
+    return NULL;
+}
+/* 1 to 3 decimal digits; NULL when none or more. */
+static const char *tcf_decode_digits(const char *p, unsigned *v)
+{
+    unsigned x = 0, k = 0;
+    while (p[k] >= '0' && p[k] <= '9' && k < 4)
+        x = x * 10 + (unsigned)(p[k++] - '0');
+    *v = x;
+    return k && k <= 3 ? p + k : NULL;
+}
+
+static tcf_decode_status_t tcf_decode_name(const char *name, tcf_decode_name_t *nm)
+{
+    const char *end = name + strlen(name), *p;
+    memset(nm, 0, sizeof *nm);
+    if (tcf_decode_starts(name, TCF_VEC_PREFIX)) {
+        p = tcf_decode_digits(name + strlen(TCF_VEC_PREFIX), &nm->vec);
+        if (!p || *p != 'E' || nm->vec < 2 || nm->vec > 16 || (nm->vec & (nm->vec - 1)))
+            return TCF_DECODE_BAD_NAME;
+        nm->loop = TCF_LOOP_VEC, nm->fb = p + 1;
+    } else if (tcf_decode_starts(name, TCF_UNR_PREFIX)) {
+        nm->loop = TCF_LOOP_UNROLLED, nm->vec = 1, nm->fb = name + strlen(TCF_UNR_PREFIX);
+    } else if (tcf_decode_starts(name, TCF_LEG_PREFIX)) {
+        return TCF_DECODE_NONCONTIGUOUS;    /* the OffsetCalculator loop: strided, broadcast */
+    } else {
+        return strstr(name, "13reduce_kernelI") ? TCF_DECODE_REDUCTION : TCF_DECODE_NOT_ELEMENTWISE;
+    }
+    nm->fe = tcf_decode_rfind(nm->fb, end, TCF_ARRAY);
+    if (!nm->fe || nm->fe == nm->fb || !(p = tcf_decode_digits(nm->fe + strlen(TCF_ARRAY), &nm->nt)) ||
+        nm->nt < 2 || nm->nt > 4)
+        return TCF_DECODE_BAD_NAME;
+    if (nm->loop == TCF_LOOP_VEC) {
+        /* (int N, F f, array data): "...EEEEviT0_T1_", or "viS8_T1_" where F was substituted */
+        if (!tcf_decode_starts(p, "EEEEvi") || !tcf_decode_ends(p, end, "T1_"))
+            return TCF_DECODE_BAD_NAME;
+    } else {
+        /* <F, array, ept, TrivialOffsetCalculator<NI>, <1>, loader, storer>; the int ept
+         * takes no T_, hence "viT_T0_T2_T3_T4_T5_" (recorded) */
+        unsigned ept;
+        if (!tcf_decode_starts(p, "EELi") || !(p = tcf_decode_digits(p + 4, &ept)) || *p != 'E' ||
+            !tcf_decode_starts(p + 1, "23TrivialOffsetCalculatorILi") || !tcf_decode_ends(p, end, "T5_"))
+            return TCF_DECODE_BAD_NAME;
+        const char *ld = tcf_decode_find(p, end, "12LoadWithCastILi");
+        if (ld) {
+            nm->loop = TCF_LOOP_CAST;
+            if (!(ld = tcf_decode_digits(ld + 17, &nm->ncast)) || *ld != 'E' ||
+                !tcf_decode_find(ld, end, "13StoreWithCastILi1EE"))
+                return TCF_DECODE_BAD_NAME;
+        } else if (!tcf_decode_find(p, end, "15LoadWithoutCast") ||
+                   !tcf_decode_find(p, end, "16StoreWithoutCast")) {
+            return TCF_DECODE_BAD_NAME;
+        }
+    }
+    if (*nm->fb == 'Z') {                   /* a local entity: the closure "Ul<params>E<n>_" */
+        const char *u = tcf_decode_rfind(nm->fb, nm->fe, "Ul"), *q = nm->fe - 1;
+        if (!u || *q != '_')
+            return TCF_DECODE_BAD_NAME;
+        while (q > u + 2 && q[-1] >= '0' && q[-1] <= '9')
+            q--;
+        if (q <= u + 3 || q[-1] != 'E')
+            return TCF_DECODE_BAD_NAME;
+        nm->lam = u + 2, nm->lam_end = q - 1, nm->disc = q;
+    }
+    return TCF_DECODE_OK;
+}
+
+/* "S_" or "S<seq-id>_" (a substitution: it repeats an earlier component); its end or NULL. */
+static const char *tcf_decode_subst(const char *q, const char *end)
+{
+    if (q >= end || *q++ != 'S')
+        return NULL;
+    while (q < end && ((*q >= '0' && *q <= '9') || (*q >= 'A' && *q <= 'Z')))
+        q++;
+    return q < end && *q == '_' ? q + 1 : NULL;
+}
+
+/* One mangled type: f, b, c10::Half / c10::BFloat16 spelled "N3c104HalfE" or, once c10
+ * appeared earlier in the name, "NS5_4HalfE". A bare substitution "S4_" repeats an earlier
+ * type; builtins are never substituted, so it is Half or BFloat16: whichever of the two the
+ * name spells (neither or both: unknown). *pp advances past what was read. */
+static tcf_dtype_t tcf_decode_type(const char **pp, const char *end, const char *name)
+{
+    const char *p = *pp, *q;
+    if (p < end && (*p == 'f' || *p == 'b'))
+        return *pp = p + 1, *p == 'f' ? TCF_DT_F32 : TCF_DT_BOOL;
+    if (p < end && *p == 'S') {
+        int h = strstr(name, "4HalfE") != NULL, bf = strstr(name, "8BFloat16E") != NULL;
+        if (!(q = tcf_decode_subst(p, end)) || h == bf)
+            return TCF_DT_NONE;
+        return *pp = q, h ? TCF_DT_F16 : TCF_DT_BF16;
+    }
+    if (p >= end || *p != 'N')
+        return TCF_DT_NONE;                 /* double, integers, complex...: not ours */
+    if (end - p >= 5 && !memcmp(p + 1, "3c10", 4))
+        q = p + 5;
+    else if (!(q = tcf_decode_subst(p + 1, end)))
+        return TCF_DT_NONE;
+    if (end - q >= 6 && !memcmp(q, "4HalfE", 6))
+        return *pp = q + 6, TCF_DT_F16;
+    if (end - q >= 10 && !memcmp(q, "8BFloat16E", 10))
+        return *pp = q + 10, TCF_DT_BF16;
+    return TCF_DT_NONE;
+}
+
+/* The idx-th type of the list at p (template arguments or lambda parameters). */
+static tcf_dtype_t tcf_decode_nth_type(const char *p, const char *end, unsigned idx, const char *name)
+{
+    tcf_dtype_t d = TCF_DT_NONE;
+    for (unsigned i = 0; i <= idx; i++)
+        if ((d = tcf_decode_type(&p, end, name)) == TCF_DT_NONE)
+            return TCF_DT_NONE;
+    return d;
+}
+
+static const tcf_decode_rule_t *tcf_decode_match(const tcf_decode_name_t *nm)
+{
+    size_t len = (size_t)(nm->fe - nm->fb);
+    for (size_t i = 0; i < TCF_DECODE_NRULES; i++) {
+        const tcf_decode_rule_t *r = &tcf_decode_rules[i];
+        if (!r->lam) {                      /* a struct in at::native, right at the start */
+            if (nm->lam || len < 4 + strlen(r->m1) || !tcf_decode_starts(nm->fb, "NS0_") ||
+                !tcf_decode_starts(nm->fb + 4, r->m1))
+                continue;
+        } else {
+            size_t dl = (size_t)(nm->fe - (nm->disc ? nm->disc : nm->fe));
+            if (!nm->lam || !tcf_decode_find(nm->fb, nm->fe, r->m1) ||
+                (strcmp(r->lam, "*") && (strlen(r->lam) != dl || memcmp(r->lam, nm->disc, dl))))
+                continue;
+        }
+        if (r->m2 && !tcf_decode_find(nm->fb, nm->fe, r->m2))
+            continue;
+        return r;
+    }
+    return NULL;
+}
+
+static unsigned tcf_decode_dtsize(tcf_dtype_t d)
+{
+    return d == TCF_DT_F32 ? 4 : d == TCF_DT_BOOL ? 1 : 2;
+}
+
+/* at::ScalarType codes (c10/core/ScalarType.h), as the cast loop's loader/storer hold them */
+static tcf_dtype_t tcf_decode_scalar_type(uint8_t st)
+{
+    return st == 5 ? TCF_DT_F16 : st == 6 ? TCF_DT_F32 : st == 11 ? TCF_DT_BOOL
+         : st == 15 ? TCF_DT_BF16 : TCF_DT_NONE;
+}
+
+static tcf_decode_status_t tcf_decode_fail(tcf_op_t *op, tcf_decode_status_t st)
+{
+    memset(op, 0, sizeof *op);              /* a refused op is all zeros, never half-filled */
+    return st;
+}
+
+static uint64_t tcf_decode_rd(const uint8_t *p, unsigned n)   /* little-endian, like the GPU */
+{
+    uint64_t v = 0;
+    for (unsigned i = n; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static float tcf_decode_widen(tcf_dtype_t d, uint32_t b)
+{
+    uint32_t s = (b & 0x8000u) << 16, e = (b >> 10) & 31, m = b & 0x3ffu, bits = b;
+    if (d == TCF_DT_BF16)
+        bits = b << 16;
+    else if (d == TCF_DT_F16 && (e || !m))  /* normal, zero, inf, NaN */
+        bits = s | (e == 31 ? 0x7f800000u : e ? (e + 112) << 23 : 0) | m << 13;
+    else if (d == TCF_DT_F16) {             /* subnormal: normalise */
+        for (e = 113; !(m & 0x400u); e--)
+            m <<= 1;
+        bits = s | e << 23 | (m & 0x3ffu) << 13;
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* Layout of the loops' parameters: (int N, F f, array data) and, unrolled, (ic, oc,
+ * loader, storer): trivial calculators and the no-cast loader/storer are empty (1 byte);
+ * LoadWithCast<n> is {int8 dtypes[n] padded to 4, uint32 sizes[n]}, StoreWithCast<1> 8.
+ * The functor must hold [fmin, fmax] bytes. Returns the bytes spanned, 0 on a mismatch. */
+static uint64_t tcf_decode_layout(const tcf_decode_launch_t *l, const tcf_decode_name_t *nm,
+                                  unsigned nin, uint32_t fmin, uint32_t fmax)
+{
+    uint32_t np = nm->loop == TCF_LOOP_VEC ? 3 : 7;
+    uint32_t want[7] = { 4, 0, 8 * (1 + nin), 1, 1, nm->ncast ? 4 + 4 * nm->ncast : 1,
+                         nm->ncast ? 8 : 1 };
+    uint64_t end = 0;
+    if (l->nparams != np || l->off[0] || l->off[2] % 8 || l->size[1] < fmin || l->size[1] > fmax)
+        return 0;
+    for (uint32_t i = 0; i < np; end = (uint64_t)l->off[i] + l->size[i], i++)
+        if ((i != 1 && l->size[i] != want[i]) || l->off[i] < end)
+            return 0;
+    return end;
+}
+
+tcf_decode_status_t tcf_decode_launch(const tcf_decode_launch_t *l, tcf_op_t *op)
+{
+    tcf_decode_name_t nm;
+    tcf_decode_status_t st;
+    if (!op)
+        return TCF_DECODE_BAD_ARGS;
+    memset(op, 0, sizeof *op);
+    if (!l || !l->name || (l->nparams && (!l->off || !l->size)) || (l->params_len && !l->params))
+        return TCF_DECODE_BAD_ARGS;
+    if ((st = tcf_decode_name(l->name, &nm)) != TCF_DECODE_OK)
+        return st;
+    const tcf_decode_rule_t *r = tcf_decode_match(&nm);
+    if (!r)
+        return TCF_DECODE_UNKNOWN_FUNCTOR;
+    /* T: the struct's template argument or the innermost lambda's parameter */
+    tcf_dtype_t t = r->lam ? tcf_decode_nth_type(nm.lam, nm.lam_end, r->idx, l->name)
+                           : tcf_decode_nth_type(nm.fb + 4 + strlen(r->m1), nm.fe, r->idx, l->name);
+    if (!t || (t == TCF_DT_BOOL && r->dts != TCF_DTS_FLTB))
+        return TCF_DECODE_UNSUPPORTED_DTYPE;
+    if (nm.nt != 1u + r->nin || (nm.ncast && nm.ncast != r->nin))
+        return TCF_DECODE_UNKNOWN_FUNCTOR;  /* the name's operand count is not the row's */
+
+    /* where each scalar sits, hence how big the functor must be: a struct of <= 4-byte
+     * members is its fields rounded up to 4; nvcc's closures hold more than they capture
+     * (pow's empty lambdas are 8 bytes), so those are only bounded */
+    uint32_t off[2] = { 0, 0 }, sz[2] = { 0, 0 };
+    uint32_t fmin = r->moff >= 0 ? (uint32_t)r->moff + 4 : 1;
+    for (int i = 0; i < 2 && r->s[i].ty; i++) {
+        sz[i] = r->s[i].ty == TCF_SC_OPMATH ? 4 : tcf_decode_dtsize(t);
+        off[i] = (r->s[i].after + sz[i] - 1) / sz[i] * sz[i];
+        fmin = off[i] + sz[i] > fmin ? off[i] + sz[i] : fmin;
+    }
+    uint64_t span = tcf_decode_layout(l, &nm, r->nin, fmin, r->lam ? 64 : (fmin + 3) / 4 * 4);
+    if (!span)
+        return TCF_DECODE_BAD_LAYOUT;
+    if (span > l->params_len)
+        return TCF_DECODE_TRUNCATED;
+    if (l->block[0] != 128 || l->block[1] != 1 || l->block[2] != 1 || !l->grid[0] ||
+        l->grid[1] != 1 || l->grid[2] != 1)
+        return TCF_DECODE_BAD_LAUNCH;       /* num_threads() is 128 (thread_constants.h) */
+
+    const uint8_t *p = l->params, *f = p + l->off[1], *data = p + l->off[2];
+    int32_t n = (int32_t)tcf_decode_rd(p, 4);
+    if (n <= 0)
+        return TCF_DECODE_BAD_VALUE;
+    *op = (tcf_op_t){ .kind = r->kind, .rule = r->rule, .loop = nm.loop, .vec = (uint8_t)nm.vec,
+                      .nin = r->nin, .sarg = r->sarg, .n = (uint32_t)n, .compute_dt = t,
+                      .out = tcf_decode_rd(data, 8) };
+    op->res_dt = op->out_dt = r->out == TCF_OUT_BOOL ? TCF_DT_BOOL
+                            : r->out == TCF_OUT_F16  ? TCF_DT_F16
+                            : r->out == TCF_OUT_BF16 ? TCF_DT_BF16 : t;
+    for (unsigned i = 0; i < r->nin; i++) {
+        op->in[i] = tcf_decode_rd(data + 8 * (i + 1), 8);
+        op->in_dt[i] = i == 0 && r->in0 == TCF_IN_BOOL ? TCF_DT_BOOL : t;
+    }
+    for (unsigned i = 0; nm.ncast && i <= r->nin; i++) {  /* memory dtypes: loader, storer */
+        const uint8_t *code = i < r->nin ? p + l->off[5] + i : p + l->off[6];
+        uint64_t esz = tcf_decode_rd(i < r->nin ? p + l->off[5] + 4 + 4 * i : code + 4, 4);
+        tcf_dtype_t d = tcf_decode_scalar_type(*code);
+        if (!d || esz != tcf_decode_dtsize(d))
+            return tcf_decode_fail(op, d ? TCF_DECODE_BAD_VALUE : TCF_DECODE_UNSUPPORTED_DTYPE);
+        *(i < r->nin ? &op->in_dt[i] : &op->out_dt) = d;
+    }
+    for (int i = 0; i < 2 && r->s[i].ty; i++) {
+        tcf_scalar_t *sc = &op->s[op->nscalar++];
+        sc->dt = r->s[i].ty == TCF_SC_OPMATH ? TCF_DT_F32 : t;
+        sc->bits = (uint32_t)tcf_decode_rd(f + off[i], sz[i]);
+        sc->f = tcf_decode_widen(sc->dt, sc->bits);
+    }
+    int32_t m = r->moff >= 0 ? (int32_t)tcf_decode_rd(f + r->moff, 4) : 0;
+    if (m < 0 || m >= (r->moff >= 0 ? r->mcount : 1))
+        return tcf_decode_fail(op, TCF_DECODE_BAD_VALUE);
+    op->mode = (uint8_t)(r->mbase + m);
+    return TCF_DECODE_OK;
+}
+
+const char *tcf_decode_reason(tcf_decode_status_t s)
+{
+#define TCF_DECODE_NAME_(id, str) str,
+    static const char *const names[] = { TCF_DECODE_STATUSES(TCF_DECODE_NAME_) };
+#undef TCF_DECODE_NAME_
+    return (unsigned)s < TCF_DECODE_NSTATUS ? names[s] : "?";
+}
+
+const char *tcf_decode_kind_name(tcf_op_kind_t k)
+{
+#define TCF_OP_NAME_(id) #id,
+    static const char *const names[] = { TCF_OP_KINDS(TCF_OP_NAME_) };
+#undef TCF_OP_NAME_
+    return (unsigned)k < TCF_OP_NKIND ? names[k] : "?";
+}
+
+const char *tcf_decode_dtype_name(tcf_dtype_t d)
+{
+    static const char *const names[] = { "none", "f32", "f16", "bf16", "bool" };
+    return (unsigned)d <= TCF_DT_BOOL ? names[d] : "?";
+}
+
+size_t tcf_decode_rule_count(void) { return TCF_DECODE_NRULES; }
+const char *tcf_decode_rule_name(size_t i)
+{
+    return i < TCF_DECODE_NRULES ? tcf_decode_rules[i].rule : NULL;
+}
+
+void tcf_decode_describe(const tcf_op_t *op, char *buf, size_t len)
+{
+    static const char *const loops[] = { "?", "vec", "unrolled", "cast" };
+    size_t n = 0;
+#define TCF_APPEND_(...) \
+    (n += (size_t)snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__))
+    if (!op || !buf || !len)
+        return;
+    TCF_APPEND_("%s[%s] %s%u n=%u out=%s:0x%llx", tcf_decode_kind_name(op->kind),
+                op->rule ? op->rule : "-", loops[op->loop <= TCF_LOOP_CAST ? op->loop : 0], op->vec,
+                op->n, tcf_decode_dtype_name(op->out_dt), (unsigned long long)op->out);
+    for (unsigned i = 0; i < op->nin && i < 3; i++)
+        TCF_APPEND_(" in%u=%s:0x%llx", i, tcf_decode_dtype_name(op->in_dt[i]),
+                    (unsigned long long)op->in[i]);
+    TCF_APPEND_(" T=%s", tcf_decode_dtype_name(op->compute_dt));
+    for (unsigned i = 0; i < op->nscalar && i < 2; i++)
+        TCF_APPEND_(" s%u=%.9g:%s", i, (double)op->s[i].f, tcf_decode_dtype_name(op->s[i].dt));
+    if (op->sarg || op->mode)
+        TCF_APPEND_(" sarg=%u mode=%u", op->sarg, op->mode);
+#undef TCF_APPEND_
+}
