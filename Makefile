@@ -2,8 +2,8 @@
 # every CPU test (tests/run does the same and first installs what the tests need).
 #
 # Layout of the link:
-#   build/libtcfuse.so  interpose/ + capture/ + config/   (the preloaded library)
-#   build/libtcfuse.a   capture/ + config/                (pure parts, for tests and tools)
+#   build/libtcfuse.so  interpose/ + capture/ + fuser/ + codegen/ + cache/ + config/
+#   build/libtcfuse.a   all of those but interpose/       (for tests and tools)
 #   build/tcfuse        tools/ + libtcfuse.a              (the command)
 # Nothing links against CUDA: cuda.h supplies types only, libraries are found at run time.
 
@@ -18,7 +18,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) 
              -I. -I$(CUDA_HOME)/include -MMD -MP
 LDLIBS    := -Wl,--as-needed -ldl -lpthread
 
-PURE_SRC  := $(wildcard config/*.c capture/*.c)
+PURE_SRC  := $(wildcard config/*.c capture/*.c fuser/*.c codegen/*.c cache/*.c)
 HOOK_SRC  := $(wildcard interpose/*.c)
 HOOK_ASM  := $(wildcard interpose/*.S)
 TOOL_SRC  := $(wildcard tools/*.c)

@@ -1,0 +1,75 @@
+/* codegen: CUDA C for a group of elementwise ops, and NVRTC to compile it.
+ *
+ * A group is pointer-free: it says what each op computes and where its operands come from
+ * (a buffer of the group, or the result of an earlier op), never addresses or scalar
+ * values. So the generated source depends on structure only, and is the disk cache's key.
+ * Addresses, the element count and scalars are the kernel's arguments (tcf_fused_args_t),
+ * bound at every launch: a changed learning rate reuses the kernel.
+ *
+ * Semantics the source must reproduce bit for bit (shared/PYTORCH-KERNELS.md): each op's
+ * math exactly as PyTorch 2.11 computes it (opmath float for half/bf16, FMA contraction as
+ * nvcc did, IEEE division and sqrt, no flush to zero), and every op's result rounded to its
+ * storage dtype (out_dt), since eager stored it there and the next op loaded it back.
+ */
+#ifndef TCF_CODEGEN_H
+#define TCF_CODEGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codegen/op.h"
+
+#define TCF_GROUP_MAX_OPS 32
+#define TCF_GROUP_MAX_BUFS 16
+#define TCF_GROUP_MAX_SCALARS 16
+#define TCF_SRC_OP 0x80   /* in_src = TCF_SRC_OP | k: the result of the group's op k */
+#define TCF_NO_STORE 0xff /* out_buf: the result is not written (a dead intermediate) */
+
+typedef struct {
+    tcf_op_kind_t kind;
+    uint8_t       mode, sarg, nin, nscalar;
+    tcf_dtype_t   out_dt, in_dt[3], compute_dt, res_dt;   /* as in tcf_op_t */
+    uint8_t       in_src[3];    /* buffer index, or TCF_SRC_OP | earlier op */
+    uint8_t       out_buf;      /* buffer index, or TCF_NO_STORE */
+    uint8_t       scalar_arg[2];/* index into tcf_fused_args_t.s for s[0], s[1] */
+    tcf_dtype_t   scalar_dt[2]; /* how each scalar's bits are held: F32, or T (F16/BF16) */
+} tcf_gop_t;
+
+typedef struct {
+    uint8_t     nops, nbufs, nscalars;
+    uint8_t     vec;                        /* elements per thread access; 1 = scalar code */
+    tcf_gop_t   ops[TCF_GROUP_MAX_OPS];
+    tcf_dtype_t buf_dt[TCF_GROUP_MAX_BUFS]; /* element type of each buffer */
+} tcf_group_t;
+
+/* The generated kernel's one parameter, passed by value. Host and source agree on it. */
+typedef struct {
+    uint64_t n;                              /* elements */
+    uint64_t buf[TCF_GROUP_MAX_BUFS];        /* device addresses */
+    uint32_t s[TCF_GROUP_MAX_SCALARS];       /* scalar bits (float bits, or 16-bit T) */
+} tcf_fused_args_t;
+
+#define TCF_FUSED_KERNEL "tcf_fused"
+#define TCF_FUSED_BLOCK 128
+
+/* Writes NUL-terminated CUDA C for g into buf (extern "C" __global__ tcf_fused(args)).
+ * Returns its length, or -1 when g is malformed or buf is too small. Deterministic. */
+int tcf_codegen_source(const tcf_group_t *g, char *buf, size_t cap);
+
+/* Grid for n elements (block TCF_FUSED_BLOCK). */
+uint32_t tcf_codegen_grid(const tcf_group_t *g, uint64_t n);
+
+/* --- NVRTC, found at run time -------------------------------------------------------- */
+/* Finds libnvrtc: an override path (TCFUSE_NVRTC) if given, else one the process already
+ * loaded, else libnvrtc.so.13 / .12 / libnvrtc.so from the library path. 0 or -1 (err says
+ * why). Thread-safe; the first success sticks. */
+int tcf_nvrtc_open(const char *override_path, char *err, size_t errcap);
+/* "13.0" etc.; "" before a successful open. */
+const char *tcf_nvrtc_version(void);
+/* Compiles src for sm_<arch> (90 for H100) to a cubin, malloc'ed into *cubin (caller
+ * frees). Options: no fast math, FMA contraction on (nvcc's default, which PyTorch used).
+ * 0, or -1 with the NVRTC log (or the reason) in log. */
+int tcf_nvrtc_compile(const char *src, int arch, void **cubin, size_t *len,
+                      char *log, size_t logcap);
+
+#endif
