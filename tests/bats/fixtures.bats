@@ -53,5 +53,5 @@ PY
 
 @test "fixtures: the training trace saw device copies and cuBLAS launches via cuLaunchKernelEx" {
     grep -q '"via":"cuLaunchKernelEx"' $FIX/trace-train.jsonl
-    grep -q '"ev":"memset"' $FIX/trace-train.jsonl
+    grep -q '"ev":"memcpy"' $FIX/trace-train.jsonl
 }
