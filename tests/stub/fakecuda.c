@@ -62,10 +62,14 @@ static int fk_nstreams, fk_nevents;
 static unsigned char fk_stream_dead[FK_MAX_OBJ + 1], fk_event_dead[FK_MAX_OBJ + 1];
 static int  fk_log_fd = -1;
 static char fk_fail_list[1024];
+/* FAKECUDA_FAST=1: launches skip validation and formatting, so that bench/hook_cost
+ * measures tcfuse's cost rather than the stand-in's. */
+int fk_fast;
 
 __attribute__((constructor)) static void fk_init(void)
 {
     const char *p = getenv("FAKECUDA_LOG"), *f = getenv("FAKECUDA_FAIL");
+    fk_fast = getenv("FAKECUDA_FAST") && !p;
     if (p && *p)
         fk_log_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (f)

@@ -49,7 +49,8 @@ CUresult fk_injected(const char *abi);
 CUresult fk_need_ctx(CUresult rc);
 /* Whether a return address lies in libtcfuse.so. Use FK_SELF() in an exported call. */
 int fk_from_tcfuse(const void *ra);
-#define FK_SELF() fk_from_tcfuse(__builtin_return_address(0))
+extern int fk_fast;
+#define FK_SELF() (fk_fast ? 0 : fk_from_tcfuse(__builtin_return_address(0)))
 /* Lower-case hex of n bytes into out (truncated to cap). */
 void fk_hex(char *out, size_t cap, const void *p, size_t n);
 /* Whether s is the NULL/legacy/per-thread stream or a live stream from cuStreamCreate. */

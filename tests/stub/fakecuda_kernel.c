@@ -295,6 +295,9 @@ static CUresult fk_launch(const char *abi, CUfunction f, const unsigned g[3], co
                           unsigned smem, CUstream s, void **params, void **extra,
                           const char *attrs)
 {
+    extern int fk_fast;
+    if (fk_fast)
+        return CUDA_SUCCESS;
     CUresult rc = fk_need_ctx(fk_injected(abi));
     const char *kind = "?";
     fk_kern_t *k = fk_launchable(f, &kind);
