@@ -59,7 +59,7 @@ typedef struct {
  * apply the functor (half/bf16 math runs in float, opmath); its result is res_dt; in the
  * CAST loop convert that to out_dt; store. Outside the CAST loop in_dt are the argument
  * types and out_dt == res_dt. */
-typedef struct {
+typedef struct tcf_op_s {
     tcf_op_kind_t kind;
     const char   *rule;      /* the decode_rules.def row that matched (static string) */
     tcf_loop_t    loop;

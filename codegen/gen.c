@@ -1,0 +1,292 @@
+/* codegen/gen.c: one CUDA C kernel for a group of elementwise ops (codegen.h).
+ *
+ * Shape of the source (everything depends on the group's structure only, never on an
+ * address, a count or a scalar value, so the text is the disk cache's key):
+ *   a version line, the prelude (types, conversions: gen_math.c), one __forceinline__
+ *   function per op (its functor, gen_math.c), tcf_elem (one element of the whole chain:
+ *   each op's inputs converted as its kernel loaded them, its result converted to the
+ *   dtype eager stored it in), and the kernel: a grid-stride loop over chunks of `vec`
+ *   elements, 16-byte packs when the chunk is whole, element by element for the tail.
+ *
+ * Buffers: a buffer read before any op of the group writes it is loaded once per element;
+ * a read after an op wrote it takes that op's value (eager would have loaded what it
+ * stored); the last writer's value is stored. Elementwise, so in-place chains are exact. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+/* Defined in codegen/gen_math.c. */
+const char *tcf_codegen_prelude(void);
+const char *tcf_codegen_ctype(tcf_dtype_t d);
+int tcf_codegen_cvt(char *out, size_t cap, tcf_dtype_t from, tcf_dtype_t to, const char *e);
+int tcf_codegen_op_check(const tcf_gop_t *op);
+tcf_dtype_t tcf_codegen_arg_dt(const tcf_gop_t *op, unsigned i);
+int tcf_codegen_op_func(char *out, size_t cap, const tcf_gop_t *op, unsigned k);
+
+/* Bump when the generated text's meaning changes: it is part of every cache key. */
+#define TCF_CODEGEN_VERSION 1
+
+_Static_assert(sizeof(tcf_fused_args_t) == 200, "the source's tcf_args assumes 200 bytes");
+_Static_assert(TCF_GROUP_MAX_BUFS == 16 && TCF_GROUP_MAX_SCALARS == 16,
+               "the prelude's tcf_args spells out 16 buffers and 16 scalars");
+
+typedef struct {
+    char  *p;
+    size_t cap, len;
+    int    bad;
+} tcf_codegen_sb_t;
+
+static void tcf_codegen_put(tcf_codegen_sb_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void tcf_codegen_put(tcf_codegen_sb_t *b, const char *fmt, ...)
+{
+    if (b->bad)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= b->cap - b->len)
+        b->bad = 1;
+    else
+        b->len += (size_t)n;
+}
+
+static unsigned tcf_codegen_dtsize(tcf_dtype_t d)
+{
+    return d == TCF_DT_F32 ? 4 : d == TCF_DT_BOOL ? 1 : 2;
+}
+
+/* What the kernel does with each buffer, from the group's order of reads and writes. */
+typedef struct {
+    int loaded[TCF_GROUP_MAX_BUFS];   /* read before any op of the group writes it */
+    int writer[TCF_GROUP_MAX_BUFS];   /* last op that writes it, or -1 */
+} tcf_codegen_io_t;
+
+/* 0 when g is well formed (every source earlier, dtypes agreeing along every edge, every
+ * index in range, every op one gen_math.c knows); fills io. */
+static int tcf_codegen_check(const tcf_group_t *g, tcf_codegen_io_t *io)
+{
+    if (!g || !g->nops || g->nops > TCF_GROUP_MAX_OPS || !g->nbufs ||
+        g->nbufs > TCF_GROUP_MAX_BUFS || g->nscalars > TCF_GROUP_MAX_SCALARS ||
+        !g->vec || g->vec > 16 || (g->vec & (g->vec - 1)))
+        return -1;
+    for (unsigned b = 0; b < g->nbufs; b++) {
+        if (!tcf_codegen_ctype(g->buf_dt[b]))
+            return -1;
+        io->loaded[b] = 0;
+        io->writer[b] = -1;
+    }
+    for (unsigned k = 0; k < g->nops; k++) {
+        const tcf_gop_t *op = &g->ops[k];
+        if (tcf_codegen_op_check(op))
+            return -1;
+        for (unsigned i = 0; i < op->nin; i++) {
+            unsigned s = op->in_src[i], j = s & ~(unsigned)TCF_SRC_OP;
+            tcf_dtype_t d;
+            if (s & TCF_SRC_OP) {
+                if (j >= k)
+                    return -1;          /* only an earlier op's result */
+                d = g->ops[j].out_dt;
+            } else {
+                if (s >= g->nbufs)
+                    return -1;
+                d = g->buf_dt[s];
+                if (io->writer[s] < 0)
+                    io->loaded[s] = 1;
+            }
+            if (op->in_dt[i] != d)
+                return -1;              /* eager loaded what was stored, as stored */
+        }
+        for (unsigned j = 0; j < op->nscalar; j++)
+            if (op->scalar_arg[j] >= g->nscalars)
+                return -1;
+        if (op->out_buf != TCF_NO_STORE) {
+            if (op->out_buf >= g->nbufs || g->buf_dt[op->out_buf] != op->out_dt)
+                return -1;
+            io->writer[op->out_buf] = (int)k;
+        }
+    }
+    return 0;
+}
+
+/* The expression for op k's input i, as its functor takes it. */
+static int tcf_codegen_arg(char *out, size_t cap, const tcf_group_t *g, unsigned k, unsigned i,
+                           const int *writer_so_far)
+{
+    const tcf_gop_t *op = &g->ops[k];
+    unsigned s = op->in_src[i];
+    char src[16];
+    if (s & TCF_SRC_OP)
+        snprintf(src, sizeof src, "t%u", s & ~(unsigned)TCF_SRC_OP);
+    else if (writer_so_far[s] >= 0)
+        snprintf(src, sizeof src, "t%d", writer_so_far[s]);
+    else
+        snprintf(src, sizeof src, "l%u", s);
+    return tcf_codegen_cvt(out, cap, op->in_dt[i], tcf_codegen_arg_dt(op, i), src);
+}
+
+/* Ops that only move, negate or pick their input's bits (or a scalar): no product in them
+ * for a consumer to fuse with, so their float results need no barrier. */
+static int tcf_codegen_moves(tcf_op_kind_t k)
+{
+    return k == TCF_OP_NEG || k == TCF_OP_ABS || k == TCF_OP_CLAMP || k == TCF_OP_WHERE ||
+           k == TCF_OP_CAST;
+}
+
+/* tcf_elem: the chain for one element. Loaded buffers come in by value (l<b>), stored
+ * ones go out by reference (o<b>). */
+static void tcf_codegen_elem(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_codegen_io_t *io)
+{
+    int wsofar[TCF_GROUP_MAX_BUFS];
+    char arg[3][640], res[2048];
+    tcf_codegen_put(b, "__forceinline__ void tcf_elem(const tcf_args &a");
+    for (unsigned u = 0; u < g->nbufs; u++) {
+        if (io->loaded[u])
+            tcf_codegen_put(b, ", %s l%u", tcf_codegen_ctype(g->buf_dt[u]), u);
+        if (io->writer[u] >= 0)
+            tcf_codegen_put(b, ", %s &o%u", tcf_codegen_ctype(g->buf_dt[u]), u);
+        wsofar[u] = -1;
+    }
+    tcf_codegen_put(b, ") {\n");
+    for (unsigned k = 0; k < g->nops; k++)
+        if (g->ops[k].out_dt == TCF_DT_F32 && !tcf_codegen_moves(g->ops[k].kind)) {
+            tcf_codegen_put(b, "  const unsigned z = (unsigned)(a.n >> 63);  /* 0: n < 2^63 */\n");
+            break;
+        }
+    for (unsigned k = 0; k < g->nops && !b->bad; k++) {
+        const tcf_gop_t *op = &g->ops[k];
+        char call[2560];
+        tcf_codegen_sb_t c = { call, sizeof call, 0, 0 };
+        tcf_codegen_put(&c, "tcf_op%u(", k);
+        for (unsigned i = 0; i < op->nin; i++) {
+            if (tcf_codegen_arg(arg[i], sizeof arg[i], g, k, i, wsofar) < 0)
+                c.bad = 1;
+            tcf_codegen_put(&c, "%s, ", arg[i]);
+        }
+        for (unsigned j = 0; j < 2; j++) {
+            tcf_dtype_t d = op->scalar_dt[j];
+            const char *sep = j ? ")" : ", ";
+            if (j >= op->nscalar)
+                tcf_codegen_put(&c, "0.0f%s", sep);
+            else  /* scalar bits as held (op.h): float, or the 16-bit T; widening is exact */
+                tcf_codegen_put(&c, d == TCF_DT_F32 ? "__uint_as_float(a.s[%u])%s"
+                                    : d == TCF_DT_F16 ? "tcf_h2f((tcf_h)a.s[%u])%s"
+                                                      : "tcf_b2f((tcf_b)a.s[%u])%s",
+                                op->scalar_arg[j], sep);
+        }
+        if (c.bad || tcf_codegen_cvt(res, sizeof res, op->res_dt, op->out_dt, call) < 0) {
+            b->bad = 1;
+            break;
+        }
+        /* a float computed here passes the barrier: eager stored it, the next kernel
+         * loaded it (tcf_fbar, gen_math.c) */
+        int bar = op->out_dt == TCF_DT_F32 && !tcf_codegen_moves(op->kind);
+        tcf_codegen_put(b, bar ? "  const %s t%u = tcf_fbar(%s, z);\n" : "  const %s t%u = %s;\n",
+                        tcf_codegen_ctype(op->out_dt), k, res);
+        if (op->out_buf != TCF_NO_STORE)
+            wsofar[op->out_buf] = (int)k;
+    }
+    for (unsigned u = 0; u < g->nbufs; u++)
+        if (io->writer[u] >= 0)
+            tcf_codegen_put(b, "  o%u = t%d;\n", u, io->writer[u]);
+    tcf_codegen_put(b, "}\n");
+}
+
+/* The tcf_elem call's arguments for element `e` of the chunk: pack slots or memory. */
+static void tcf_codegen_call(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_codegen_io_t *io,
+                             int packed, const char *e)
+{
+    tcf_codegen_put(b, "tcf_elem(a");
+    for (unsigned u = 0; u < g->nbufs; u++) {
+        if (io->loaded[u])
+            tcf_codegen_put(b, packed ? ", L%u.v[%s]" : ", B%u[%s]", u, e);
+        if (io->writer[u] >= 0)
+            tcf_codegen_put(b, packed ? ", P%u.v[%s]" : ", B%u[%s]", u, e);
+    }
+    tcf_codegen_put(b, ");\n");
+}
+
+static void tcf_codegen_kernel(tcf_codegen_sb_t *b, const tcf_group_t *g,
+                               const tcf_codegen_io_t *io)
+{
+    unsigned v = g->vec;
+    tcf_codegen_put(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(tcf_args a) {\n",
+                    TCF_FUSED_BLOCK, TCF_FUSED_KERNEL);
+    for (unsigned u = 0; u < g->nbufs; u++)
+        if (io->loaded[u] || io->writer[u] >= 0)
+            tcf_codegen_put(b, "  %s%s *const B%u = (%s%s *)a.buf[%u];\n",
+                            io->writer[u] >= 0 ? "" : "const ", tcf_codegen_ctype(g->buf_dt[u]), u,
+                            io->writer[u] >= 0 ? "" : "const ", tcf_codegen_ctype(g->buf_dt[u]), u);
+    tcf_codegen_put(b, "  const unsigned long long n = a.n;\n"
+                    "  const unsigned long long step = (unsigned long long)gridDim.x * %uull;\n"
+                    "  for (unsigned long long i = ((unsigned long long)blockIdx.x * %d"
+                    " + threadIdx.x) * %uull; i < n; i += step) {\n",
+                    TCF_FUSED_BLOCK * v, TCF_FUSED_BLOCK, v);
+    if (v == 1) {
+        tcf_codegen_put(b, "    ");
+        tcf_codegen_call(b, g, io, 0, "i");
+        tcf_codegen_put(b, "  }\n}\n");
+        return;
+    }
+    /* whole chunk: one pack per buffer (16-byte aligned by the caller's guarantee; a pack
+     * wider than 16 bytes is moved as several 16-byte accesses) */
+    tcf_codegen_put(b, "    if (i + %uull <= n) {\n", v);
+    for (unsigned u = 0; u < g->nbufs; u++) {
+        unsigned al = tcf_codegen_dtsize(g->buf_dt[u]) * v;
+        const char *ct = tcf_codegen_ctype(g->buf_dt[u]);
+        al = al > 16 ? 16 : al;
+        if (io->loaded[u])
+            tcf_codegen_put(b, "      const tcf_pack<%s, %u, %u> L%u = "
+                            "*(const tcf_pack<%s, %u, %u> *)(B%u + i);\n",
+                            ct, v, al, u, ct, v, al, u);
+        if (io->writer[u] >= 0)
+            tcf_codegen_put(b, "      tcf_pack<%s, %u, %u> P%u;\n", ct, v, al, u);
+    }
+    tcf_codegen_put(b, "#pragma unroll\n      for (int j = 0; j < %u; j++)\n        ", v);
+    tcf_codegen_call(b, g, io, 1, "j");
+    for (unsigned u = 0; u < g->nbufs; u++) {
+        unsigned al = tcf_codegen_dtsize(g->buf_dt[u]) * v;
+        al = al > 16 ? 16 : al;
+        if (io->writer[u] >= 0)
+            tcf_codegen_put(b, "      *(tcf_pack<%s, %u, %u> *)(B%u + i) = P%u;\n",
+                            tcf_codegen_ctype(g->buf_dt[u]), v, al, u, u);
+    }
+    tcf_codegen_put(b, "    } else {\n      for (unsigned long long e = i; e < n; e++)\n        ");
+    tcf_codegen_call(b, g, io, 0, "e");
+    tcf_codegen_put(b, "    }\n  }\n}\n");
+}
+
+int tcf_codegen_source(const tcf_group_t *g, char *buf, size_t cap)
+{
+    tcf_codegen_io_t io;
+    tcf_codegen_sb_t b = { buf, cap, 0, 0 };
+    if (!buf || !cap || tcf_codegen_check(g, &io))
+        return -1;
+    buf[0] = '\0';
+    tcf_codegen_put(&b, "/* tcfuse codegen %d: %u ops, vec %u */\n%s", TCF_CODEGEN_VERSION,
+                    g->nops, g->vec, tcf_codegen_prelude());
+    for (unsigned k = 0; k < g->nops && !b.bad; k++) {
+        int n = tcf_codegen_op_func(b.p + b.len, b.cap - b.len, &g->ops[k], k);
+        if (n < 0)
+            b.bad = 1;
+        else
+            b.len += (size_t)n;
+    }
+    tcf_codegen_elem(&b, g, &io);
+    tcf_codegen_kernel(&b, g, &io);
+    if (b.bad || b.len > 0x7fffffff)
+        return -1;
+    return (int)b.len;
+}
+
+uint32_t tcf_codegen_grid(const tcf_group_t *g, uint64_t n)
+{
+    uint64_t v = g && g->vec && g->vec <= 16 && !(g->vec & (g->vec - 1)) ? g->vec : 1;
+    uint64_t per = (uint64_t)TCF_FUSED_BLOCK * v;
+    uint64_t blocks = n / per + (n % per != 0);
+    /* the kernel strides over the grid, so capping only costs parallelism */
+    return blocks > 0x7fffffffu ? 0x7fffffffu : (uint32_t)blocks;
+}
