@@ -6,18 +6,32 @@
  * Rules (DESIGN.md, Fusion):
  * - A group is a run of consecutive decoded ops over the same element count n (frees and
  *   allocations may sit between them; any other work ends the run), at most
- *   TCF_GROUP_MAX_OPS ops and TCF_GROUP_MAX_BUFS distinct buffers. A group of one op gains
- *   nothing and is not formed.
+ *   TCF_GROUP_MAX_OPS ops, TCF_GROUP_MAX_BUFS buffers the kernel loads or may store, and
+ *   TCF_GROUP_MAX_SCALARS scalars. A group of one op gains nothing and is not formed.
+ *   Greedy: an op that cannot join ends the group before it and starts the next one.
  * - Buffers are compared by address range [ptr, ptr + n * size(dtype)): equal ranges with
  *   equal dtype are the same buffer; disjoint ranges are different buffers; anything else
  *   (partial overlap, or one buffer read with two dtypes) refuses the group ("overlap").
+ *   A buffer freed (exact pointer) inside the run is dead: a later touch of its range is
+ *   a new buffer, and reading that range before the group writes it is an overlap.
  * - Inside a group, an op that reads a buffer an earlier op of the group wrote takes that
  *   op's result (rounded to its storage dtype, as eager stored it), not memory.
- * - An op's store is dropped only when the window later frees that exact allocation and
- *   nothing between the group's end and that free may read it (an opaque launch in between
- *   keeps it). With invisible frees (the caching allocator) every store is kept.
+ * - Only a buffer's last writer in the group stores: an earlier store to the same buffer
+ *   is overwritten inside the kernel, and nothing outside it could have read it (only
+ *   frees and allocations sit between a group's ops). This is what the caching allocator,
+ *   whose frees are invisible, leaves to drop (the hand GELU: 5 of 8 stores).
+ * - A last writer's store is dropped only when the window later frees that exact
+ *   allocation and nothing between the group's end and that free may read it (an opaque
+ *   launch in between keeps it). With invisible frees every such store is kept.
  * - The fused kernel runs where the group's last op was; frees inside the group's span run
  *   after it, in their order; everything else runs as it was issued.
+ * - Buffers are numbered by first appearance (an op's inputs before its output), counting
+ *   only those the kernel loads or stores; vec = 16 / the widest element, or 1 when any of
+ *   their addresses is not 16-byte aligned.
+ * - An op that is not fused counts once in reasons, under the stronger cause on its two
+ *   sides (overlap, then group-full, then size-differs, then alone). UNALIGNED counts the
+ *   ops of groups that fell to vec 1: those ops were fused. An op tcf_fuser_plan cannot
+ *   reason about (NONE dtype, null or wrapping range, counts out of range) is opaque.
  */
 #ifndef TCF_FUSER_H
 #define TCF_FUSER_H

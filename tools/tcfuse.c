@@ -1,10 +1,18 @@
 /* tcfuse: the command. `tcfuse run` starts a program under libtcfuse.so, `tcfuse report`
- * reads the traces it writes, `tcfuse config` lists the TCFUSE_* options. Each subcommand
- * lives in its own file; this one only dispatches and holds the top-level help. */
+ * reads the traces it writes, `tcfuse plan` shows how their windows would be fused,
+ * `tcfuse config` lists the TCFUSE_* options. Each subcommand lives in its own file; this
+ * one only dispatches and holds the top-level help. */
 #include <string.h>
 
 #include "config/config.h"
 #include "tools/tools.h"
+
+/* tools/plan.c (declared here until tools.h, shared with other work, takes them) */
+int tcf_tool_plan(int argc, char **argv);
+void tcf_tool_help_plan(FILE *f);
+/* tools/cache_cmd.c (likewise) */
+int tcf_tool_cache(int argc, char **argv);
+void tcf_tool_help_cache(FILE *f);
 
 void tcf_tool_usage(FILE *f)
 {
@@ -17,6 +25,8 @@ void tcf_tool_usage(FILE *f)
         "commands:\n"
         "  run [options] -- CMD [ARGS...]   run CMD with tcfuse preloaded\n"
         "  report [--chrome OUT] FILE       summarize a trace (or convert it for Perfetto)\n"
+        "  plan [--compile] [--window ID] FILE  show how a trace's windows would be fused\n"
+        "  cache ls|clear|verify|dir        list, empty or check the compiled-kernel cache\n"
         "  config                           list the TCFUSE_* options and their defaults\n"
         "  help [command]                   this text, or a command's\n"
         "\n"
@@ -28,6 +38,8 @@ static int help(const char *cmd)
     if (!cmd) tcf_tool_usage(stdout);
     else if (strcmp(cmd, "run") == 0) tcf_tool_help_run(stdout);
     else if (strcmp(cmd, "report") == 0) tcf_tool_help_report(stdout);
+    else if (strcmp(cmd, "plan") == 0) tcf_tool_help_plan(stdout);
+    else if (strcmp(cmd, "cache") == 0) tcf_tool_help_cache(stdout);
     else if (strcmp(cmd, "config") == 0)
         printf("usage: tcfuse config\n\nLists every TCFUSE_* environment variable tcfuse "
                "reads, with its default.\n");
@@ -55,6 +67,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "run") == 0) return tcf_tool_run(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0) return tcf_tool_report(argc - 1, argv + 1);
+    if (strcmp(cmd, "plan") == 0) return tcf_tool_plan(argc - 1, argv + 1);
+    if (strcmp(cmd, "cache") == 0) return tcf_tool_cache(argc - 1, argv + 1);
     if (strcmp(cmd, "config") == 0) {
         if (argc > 2) {
             fprintf(stderr, "tcfuse config: takes no arguments\n");

@@ -1,0 +1,52 @@
+/* fuser's private pieces, shared by its files: the group builder that both planning
+ * (plan.c) and re-binding (bind.c) run, so that a re-bound window is judged by exactly
+ * the rules that formed the group. Nothing outside fuser/ includes it. */
+#ifndef TCF_FUSER_INTERNAL_H
+#define TCF_FUSER_INTERNAL_H
+
+#include "fuser/fuser.h"
+
+/* Buffers as first seen, before the ones the kernel never touches are dropped: each op
+ * adds at most four (out, three inputs), so this never fills before the op limit does. */
+#define TCF_FUSER_RAW_MAX (4 * TCF_GROUP_MAX_OPS)
+
+typedef struct {
+    uint64_t    ptr, end;   /* [ptr, end) */
+    tcf_dtype_t dt;         /* its memory dtype */
+    uint8_t     dead;       /* freed inside the run: a later touch is a new buffer */
+    uint8_t     loaded;     /* read before the group wrote it: the kernel loads it */
+    int8_t      writer;     /* the last group op that wrote it, or -1 */
+    tcf_bind_t  from;       /* first appearance */
+} tcf_fuser_buf_t;
+
+typedef struct {
+    uint64_t        n;
+    uint8_t         nops, nraw, nscalars;
+    uint16_t        item[TCF_GROUP_MAX_OPS];
+    uint8_t         out[TCF_GROUP_MAX_OPS];     /* raw buffer each op writes */
+    uint8_t         src[TCF_GROUP_MAX_OPS][3];  /* raw buffer, or TCF_SRC_OP | op */
+    tcf_fuser_buf_t raw[TCF_FUSER_RAW_MAX];
+} tcf_fuser_build_t;
+
+/* 1 when the op can be reasoned about at all: known dtypes, operand counts in range,
+ * non-null pointers whose ranges do not wrap. Anything else is treated as opaque. */
+int tcf_fuser_op_ok(const tcf_op_t *op);
+
+/* Bytes per element of a memory dtype; 0 for NONE. */
+unsigned tcf_fuser_esize(tcf_dtype_t dt);
+
+/* Adds items[idx] (an op that passed tcf_fuser_op_ok) as the builder's next op. Returns
+ * -1 when added, else the reason it cannot join (SIZE, OVERLAP, TOO_BIG); the builder is
+ * then unchanged. */
+int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx);
+
+/* A free of ptr seen after the builder's ops: buffers starting there are dead. */
+void tcf_fuser_build_free(tcf_fuser_build_t *b, uint64_t ptr);
+
+/* Fills *g (span, codegen group, args, bindings, stores, bytes) from a builder of two
+ * ops or more; items[0..n) is the whole window, scanned after the group for frees.
+ * Returns 1 when vec fell to 1 because an address is not 16-byte aligned, else 0. */
+int tcf_fuser_build_finish(const tcf_fuser_build_t *b, const tcf_item_t *items, size_t n,
+                           tcf_fgroup_t *g);
+
+#endif

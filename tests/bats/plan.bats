@@ -1,0 +1,137 @@
+#!/usr/bin/env bats
+# `tcfuse plan`: recorded windows through decoding and the planner.
+#
+# tests/fixtures/gelu-window.jsonl holds the hand-written tanh-GELU
+# 0.5*x*(1+tanh(0.7978846*(x+0.044715*x**3))) on 2^20 floats in the trace format:
+#   window 1: the 8 launches of "MARK manual_gelu" in torch-2.11-h100-single-ops.log, bytes
+#             as recorded (the caching allocator: results reuse three blocks, no frees);
+#   window 2: the same launches as a cudaMallocAsync run with deferred frees shows them:
+#             each result in a block of its own, every temporary freed after its last use.
+# Run from anywhere: `bats tests/bats/plan.bats` after `make build/tcfuse`.
+
+setup() {
+    ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+    TCFUSE="$ROOT/build/tcfuse"
+    GELU="tests/fixtures/gelu-window.jsonl"
+    SAMPLE="tests/fixtures/sample-observe.jsonl"
+    T="$BATS_TEST_TMPDIR"
+    local v
+    for v in $(env | sed -n 's/^\(TCFUSE_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+    unset LD_PRELOAD
+    cd "$ROOT" || return 1
+    [ -x "$TCFUSE" ] || { echo "missing $TCFUSE: run make" >&2; return 1; }
+}
+
+# Runs the command with stdout and stderr kept apart: $T/out, $T/err, $status.
+split() {
+    status=0
+    "$@" >"$T/out" 2>"$T/err" || status=$?
+    return 0
+}
+
+# The output without the generated source (another module's text, checked elsewhere).
+plan_only() { grep -v '^    | ' "$T/out"; }
+
+@test "plan: the recorded GELU window is one group of eight, stores overwritten dropped" {
+    cat >"$T/want" <<'EOF'
+trace tests/fixtures/gelu-window.jsonl
+window 1: 8 launches, 8 ops decoded, 8 items
+  group 0: items 0-7, 8 ops, n=1048576, 4 buffers, 6 scalars, vec 4, 5 stores dropped, 58720256 bytes avoided
+    op 0 (item 0): MUL f32 n=1048576 in buf0 -> buf1
+    op 1 (item 1): POW3 f32 n=1048576 in buf0 -> -
+    op 2 (item 2): MUL f32 n=1048576 in op1 -> -
+    op 3 (item 3): ADD f32 n=1048576 in buf0,op2 -> -
+    op 4 (item 4): MUL f32 n=1048576 in op3 -> -
+    op 5 (item 5): TANH f32 n=1048576 in op4 -> -
+    op 6 (item 6): ADD f32 n=1048576 in op5 -> buf3
+    op 7 (item 7): MUL f32 n=1048576 in op0,op6 -> buf2
+  source of group 0:
+  fused: 8 of 8 ops in 1 group
+summary: 1 windows, 8 launches, 8 decoded, 8 fused, 1 groups, 5 stores dropped, 58720256 bytes avoided
+EOF
+    split "$TCFUSE" plan --window 1 "$GELU"
+    [ "$status" -eq 0 ]
+    plan_only | diff -u "$T/want" -
+    [ ! -s "$T/err" ]
+    # the generated kernel is printed under its group
+    grep -q '^    | .*tcf_fused' "$T/out"
+}
+
+@test "plan: with visible frees only the final result is stored" {
+    split "$TCFUSE" plan "$GELU"
+    [ "$status" -eq 0 ]
+    plan_only >"$T/plan"
+    grep -qx '  group 0: items 1-20, 8 ops, n=1048576, 2 buffers, 6 scalars, vec 4, 7 stores dropped, 67108864 bytes avoided' "$T/plan"
+    grep -qx '    op 0 (item 1): MUL f32 n=1048576 in buf0 -> -' "$T/plan"
+    grep -qx '    op 7 (item 20): MUL f32 n=1048576 in op0,op6 -> buf1' "$T/plan"
+    [ "$(tail -n 1 "$T/plan")" = "summary: 2 windows, 16 launches, 16 decoded, 16 fused, 2 groups, 12 stores dropped, 125829120 bytes avoided" ]
+    # stable: the same text twice
+    "$TCFUSE" plan "$GELU" | cmp - "$T/out"
+}
+
+@test "plan: the sample trace counts what was not decoded and not fused" {
+    split "$TCFUSE" plan "$SAMPLE"
+    [ "$status" -eq 0 ]
+    plan_only >"$T/plan"
+    grep -qx '  group 0: items 1-2, 2 ops, n=1024, 3 buffers, 1 scalars, vec 4, 0 stores dropped, 4096 bytes avoided' "$T/plan"
+    grep -qx '    op 0 (item 1): ADD f32 n=1024 in buf0,buf1 -> buf0' "$T/plan"
+    grep -qx '    op 1 (item 2): TANH f32 n=1024 in op0 -> buf2' "$T/plan"
+    grep -qx 'window 3: 2 launches, 1 ops decoded, 3 items' "$T/plan"
+    grep -qx '  not decoded: 1 not-elementwise' "$T/plan"
+    tail -n 3 "$T/plan" >"$T/tail"
+    cat >"$T/want" <<'EOF'
+summary: 7 windows, 14 launches, 9 decoded, 6 fused, 3 groups, 0 stores dropped, 12288 bytes avoided
+  not decoded: 3 unparsed-name, 2 not-elementwise
+  not fused: 3 alone
+EOF
+    diff -u "$T/want" "$T/tail"
+}
+
+@test "plan: --compile compiles each group for sm_90 (skipped without NVRTC)" {
+    split "$TCFUSE" plan --compile "$GELU"
+    if [ "$status" -ne 0 ] && grep -q 'NVRTC unavailable' "$T/err"; then
+        skip "$(cat "$T/err")"
+    fi
+    cat "$T/err"
+    [ "$status" -eq 0 ]
+    grep -Eq '^nvrtc [0-9]+\.[0-9]+, sm_90$' "$T/out"
+    [ "$(grep -Ec '^  cubin of group 0: [1-9][0-9]* bytes \(sm_90\)$' "$T/out")" -eq 2 ]
+}
+
+@test "plan: a missing NVRTC fails --compile with the reason" {
+    TCFUSE_NVRTC=/nonexistent/libnvrtc.so split "$TCFUSE" plan --compile "$GELU"
+    [ "$status" -eq 1 ]
+    grep -q 'NVRTC unavailable' "$T/err"
+}
+
+@test "plan: usage errors, a missing file and an unknown window" {
+    split "$TCFUSE" plan
+    [ "$status" -eq 2 ]
+    grep -q 'no trace file given' "$T/err"
+    split "$TCFUSE" plan --window x "$GELU"
+    [ "$status" -eq 2 ]
+    split "$TCFUSE" plan --bogus "$GELU"
+    [ "$status" -eq 2 ]
+    split "$TCFUSE" plan "$T/nonexistent.jsonl"
+    [ "$status" -eq 1 ]
+    split "$TCFUSE" plan --window 9 "$GELU"
+    [ "$status" -eq 1 ]
+    grep -q 'no window 9' "$T/err"
+    split "$TCFUSE" help plan
+    [ "$status" -eq 0 ]
+    grep -q '^usage: tcfuse plan \[--compile\] \[--window ID\] FILE' "$T/out"
+    "$TCFUSE" --help | grep -q '^  plan '
+}
+
+@test "plan: recorded program traces plan without failures (skipped when absent)" {
+    local f any=0
+    for f in tests/fixtures/trace-*.jsonl; do
+        [ -f "$f" ] || continue
+        any=1
+        split "$TCFUSE" plan "$f"
+        [ "$status" -eq 0 ]
+        grep -q '^summary: ' "$T/out"
+        ! grep -q 'error' "$T/out"
+    done
+    [ "$any" -eq 1 ] || skip "no tests/fixtures/trace-*.jsonl yet"
+}

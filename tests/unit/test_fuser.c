@@ -1,0 +1,411 @@
+/* Planning (fuser/): every rule of fuser.h on hand-built windows, re-binding, then real
+ * launches: the hand-written tanh-GELU of tests/fixtures/torch-2.11-h100-single-ops.log
+ * must plan into one group of eight, and every recorded trace (tests/fixtures, *.jsonl) is
+ * planned window by window under invariants, printing its coverage. */
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/decode.h"
+#include "capture/trace_read.h"
+#include "check.h"
+#include "fuser/fuser.h"
+
+#define N 1024u
+#define MB(i) (0x7f0000000000ull + ((uint64_t)(i) << 20))  /* aligned, disjoint blocks */
+#define SRC(k) (TCF_SRC_OP | (k))
+
+static tcf_plan_t plan;   /* large: kept off the stack */
+
+static tcf_item_t op3(tcf_op_kind_t k, tcf_dtype_t dt, uint32_t n, uint64_t out, int nin,
+                      uint64_t a, uint64_t b, uint64_t c)
+{
+    tcf_item_t it = { .kind = TCF_ITEM_OP };
+    tcf_op_t *o = &it.op;
+    o->kind = k, o->loop = TCF_LOOP_VEC, o->vec = 4, o->nin = (uint8_t)nin, o->n = n;
+    o->out = out, o->in[0] = a, o->in[1] = b, o->in[2] = c;
+    o->out_dt = o->compute_dt = o->res_dt = dt;
+    for (int i = 0; i < nin; i++) o->in_dt[i] = dt;
+    return it;
+}
+#define UN(k, out, a) op3(TCF_OP_##k, TCF_DT_F32, N, out, 1, a, 0, 0)
+#define BIN(k, out, a, b) op3(TCF_OP_##k, TCF_DT_F32, N, out, 2, a, b, 0)
+
+static tcf_item_t scal(tcf_item_t it, int sarg, float s0, float s1, int ns)
+{
+    float v[2] = { s0, s1 };
+    it.op.sarg = (uint8_t)sarg, it.op.nscalar = (uint8_t)ns;
+    for (int i = 0; i < ns; i++) {
+        it.op.s[i].dt = TCF_DT_F32, it.op.s[i].f = v[i];
+        memcpy(&it.op.s[i].bits, &v[i], 4);
+    }
+    return it;
+}
+static tcf_item_t opaque(void) { return (tcf_item_t){ .kind = TCF_ITEM_OPAQUE }; }
+static tcf_item_t alloc_(uint64_t p) { return (tcf_item_t){ .kind = TCF_ITEM_ALLOC, .ptr = p, .size = 4 * N }; }
+static tcf_item_t free_(uint64_t p) { return (tcf_item_t){ .kind = TCF_ITEM_FREE, .ptr = p }; }
+
+static int P(const tcf_item_t *it, size_t n)
+{
+    return tcf_fuser_plan(it, n, &plan);
+}
+#define PLAN(arr) P(arr, sizeof arr / sizeof arr[0])
+static const tcf_gop_t *gop(int g, int k) { return &plan.groups[g].g.ops[k]; }
+
+TEST(chain_of_8_is_one_group)
+{
+    tcf_item_t w[8];
+    w[0] = scal(UN(MUL, MB(1), MB(0)), TCF_SARG_A, 0.5f, 0, 1);
+    for (int i = 1; i < 8; i++) w[i] = UN(TANH, MB(i + 1), MB(i));
+    CHECK_EQ_INT(PLAN(w), 0);
+    CHECK_EQ_INT(plan.ngroups, 1);
+    const tcf_fgroup_t *g = &plan.groups[0];
+    CHECK(g->first == 0 && g->last == 7 && g->nitems == 8 && g->n == N && g->args.n == N);
+    CHECK_EQ_INT(g->g.nbufs, 9);   /* x, and every result: no frees, so all stored */
+    CHECK_EQ_INT(g->g.vec, 4);
+    CHECK(g->g.ops[0].in_src[0] == 0 && g->g.ops[0].out_buf == 1 && g->stores_dropped == 0);
+    for (int k = 1; k < 8; k++)
+        CHECK(gop(0, k)->in_src[0] == SRC(k - 1) && gop(0, k)->out_buf == k + 1);
+    CHECK(g->g.nscalars == 1 && gop(0, 0)->scalar_arg[0] == 0 && g->args.s[0] == 0x3f000000);
+    CHECK(g->scalar_from[0].item == 0 && g->scalar_from[0].slot == 0);
+    CHECK(g->args.buf[0] == MB(0) && g->args.buf[8] == MB(8));
+    CHECK(g->buf_from[0].item == 0 && g->buf_from[0].operand == 1 && g->buf_from[1].operand == 0);
+    CHECK_EQ_U64(g->bytes_read, 4 * N);
+    CHECK_EQ_U64(g->bytes_written, 8 * 4 * N);
+    CHECK_EQ_U64(g->bytes_avoided, 7 * 4 * N);
+    for (int i = 0; i < 8; i++) CHECK_EQ_INT(plan.item_group[i], 0);
+    for (int r = 0; r < TCF_FUSER_NREASON; r++) CHECK_EQ_INT(plan.reasons[r], 0);
+}
+
+TEST(splits_size_opaque_limits)
+{
+    tcf_item_t w[] = { UN(EXP, MB(1), MB(0)), UN(EXP, MB(2), MB(1)), UN(EXP, MB(3), MB(2)),
+                       op3(TCF_OP_EXP, TCF_DT_F32, 2 * N, MB(4), 1, MB(5), 0, 0),
+                       UN(EXP, MB(6), MB(0)), UN(EXP, MB(7), MB(6)), opaque(), UN(EXP, MB(8), MB(7)),
+                       opaque(), UN(EXP, MB(9), MB(8)) };
+    CHECK_EQ_INT(PLAN(w), 0);
+    CHECK_EQ_INT(plan.ngroups, 2);
+    CHECK(plan.groups[0].first == 0 && plan.groups[0].last == 2);
+    CHECK(plan.groups[1].first == 4 && plan.groups[1].last == 5);
+    CHECK(plan.item_group[3] == -1 && plan.item_group[6] == -1 && plan.item_group[7] == -1);
+    CHECK_EQ_INT(plan.reasons[TCF_FUSER_SIZE], 1);
+    CHECK_EQ_INT(plan.reasons[TCF_FUSER_ALONE], 2);
+    /* limits: 33 in-place ops -> 32 + 1; 17 buffers; 16 scalars */
+    tcf_item_t big[40];
+    for (int i = 0; i < 33; i++) big[i] = UN(EXP, MB(0), MB(0));
+    CHECK_EQ_INT(P(big, 33), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].nitems == 32 && plan.groups[0].g.nbufs == 1);
+    CHECK_EQ_INT(plan.reasons[TCF_FUSER_TOO_BIG], 1);
+    for (int i = 0; i < 20; i++) big[i] = UN(EXP, MB(i + 1), MB(0));
+    CHECK_EQ_INT(P(big, 20), 0);
+    CHECK(plan.ngroups == 2 && plan.groups[0].nitems == 15 && plan.groups[0].g.nbufs == 16);
+    for (int i = 0; i < 9; i++) big[i] = scal(UN(ADD, MB(0), MB(0)), TCF_SARG_OTHER, 1, 2, 2);
+    CHECK_EQ_INT(P(big, 9), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].nitems == 8 && plan.groups[0].g.nscalars == 16);
+    CHECK_EQ_INT(plan.reasons[TCF_FUSER_TOO_BIG], 1);
+    CHECK_EQ_INT(P(big, TCF_FUSER_MAX_ITEMS + 1), -1);   /* refused before any item is read */
+    CHECK_EQ_INT(plan.ngroups, 0);
+}
+
+TEST(overlap_and_alias)
+{
+    tcf_item_t partial[] = { UN(EXP, MB(1), MB(0)), UN(EXP, MB(2), MB(1) + 4) };
+    CHECK_EQ_INT(PLAN(partial), 0);
+    CHECK(plan.ngroups == 0 && plan.reasons[TCF_FUSER_OVERLAP] == 2);
+    tcf_item_t dtypes[] = { op3(TCF_OP_EXP, TCF_DT_F16, N, MB(1), 1, MB(0), 0, 0),
+                            op3(TCF_OP_EXP, TCF_DT_BF16, N, MB(2), 1, MB(1), 0, 0) };
+    CHECK_EQ_INT(PLAN(dtypes), 0);   /* one range read as two dtypes */
+    CHECK(plan.ngroups == 0 && plan.reasons[TCF_FUSER_OVERLAP] == 2);
+    tcf_item_t self[] = { UN(EXP, MB(1), MB(0)), UN(EXP, MB(2), MB(2) + 8), UN(EXP, MB(3), MB(1)) };
+    CHECK_EQ_INT(PLAN(self), 0);     /* an op whose own operands overlap stays alone */
+    CHECK(plan.ngroups == 0 && plan.reasons[TCF_FUSER_OVERLAP] == 2 &&
+          plan.reasons[TCF_FUSER_ALONE] == 1);
+    /* exact aliases: x*x, in-place, an output read later and still stored */
+    tcf_item_t alias[] = { BIN(MUL, MB(1), MB(0), MB(0)), scal(UN(MUL, MB(1), MB(1)), TCF_SARG_A, 2, 0, 1),
+                           BIN(ADD, MB(2), MB(1), MB(0)) };
+    CHECK_EQ_INT(PLAN(alias), 0);
+    CHECK_EQ_INT(plan.ngroups, 1);
+    CHECK(gop(0, 0)->in_src[0] == 0 && gop(0, 0)->in_src[1] == 0 && gop(0, 0)->out_buf == TCF_NO_STORE);
+    CHECK(gop(0, 1)->in_src[0] == SRC(0) && gop(0, 1)->out_buf == 1);  /* overwrote op 0 */
+    CHECK(gop(0, 2)->in_src[0] == SRC(1) && gop(0, 2)->in_src[1] == 0 && gop(0, 2)->out_buf == 2);
+    CHECK(plan.groups[0].g.nbufs == 3 && plan.groups[0].stores_dropped == 1);
+    CHECK_EQ_U64(plan.groups[0].bytes_read, 4 * N);
+    CHECK_EQ_U64(plan.groups[0].bytes_avoided, (3 + 2 + 3 - 1 - 2) * 4 * N);
+}
+
+TEST(frees_drop_stores)
+{
+    uint64_t x = MB(0), t1 = MB(1), t2 = MB(2), t3 = MB(3);
+    tcf_item_t w[] = { alloc_(t1), scal(UN(MUL, t1, x), TCF_SARG_A, 2, 0, 1), alloc_(t2),
+                       BIN(ADD, t2, t1, x), free_(t1), alloc_(t3), UN(TANH, t3, t2), free_(t2),
+                       opaque(), free_(t3) };
+    CHECK_EQ_INT(PLAN(w), 0);
+    CHECK_EQ_INT(plan.ngroups, 1);
+    const tcf_fgroup_t *g = &plan.groups[0];
+    CHECK(g->first == 1 && g->last == 6 && plan.item_group[4] == -1 && plan.item_group[6] == 0);
+    CHECK(gop(0, 0)->out_buf == TCF_NO_STORE && gop(0, 1)->out_buf == TCF_NO_STORE);
+    CHECK(gop(0, 2)->out_buf == 1 && g->stores_dropped == 2);   /* t3: the opaque may read it */
+    CHECK(g->g.nbufs == 2 && g->args.buf[0] == x && g->args.buf[1] == t3);
+    CHECK(gop(0, 1)->in_src[0] == SRC(0) && gop(0, 1)->in_src[1] == 0 && gop(0, 2)->in_src[0] == SRC(1));
+    CHECK_EQ_U64(g->bytes_read + g->bytes_written, 8 * N);
+    /* the final output freed with nothing between: dropped; read by a later op: kept */
+    tcf_item_t fin[] = { UN(EXP, t1, x), UN(EXP, t2, t1), free_(t1), free_(t2) };
+    CHECK_EQ_INT(PLAN(fin), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].stores_dropped == 2);
+    tcf_item_t rd[] = { UN(EXP, t1, x), UN(EXP, t2, t1), free_(t1),
+                        op3(TCF_OP_EXP, TCF_DT_F32, 2 * N, t3, 1, t2, 0, 0), free_(t2) };
+    CHECK_EQ_INT(PLAN(rd), 0);   /* t3's op reads t2 (and more): t2 stays */
+    CHECK(plan.groups[0].stores_dropped == 1 && gop(0, 1)->out_buf != TCF_NO_STORE);
+    tcf_item_t other[] = { UN(EXP, t1, x), UN(EXP, t2, t1), free_(t1 + 4096), free_(t2 - 256) };
+    CHECK_EQ_INT(PLAN(other), 0);   /* freed, but not with the buffer's own pointer */
+    CHECK(plan.groups[0].stores_dropped == 0);
+    /* a block freed and handed out again inside the group is a new buffer */
+    tcf_item_t reuse[] = { UN(EXP, t1, x), UN(EXP, t2, t1), free_(t1), alloc_(t1), UN(EXP, t1, t2) };
+    CHECK_EQ_INT(PLAN(reuse), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].nitems == 3 && plan.groups[0].g.nbufs == 3);
+    CHECK(gop(0, 0)->out_buf == TCF_NO_STORE && gop(0, 2)->out_buf == 2);
+    tcf_item_t stale[] = { UN(EXP, t1, x), UN(EXP, t2, t1), free_(t1), alloc_(t1), BIN(ADD, t3, t1, t2) };
+    CHECK_EQ_INT(PLAN(stale), 0);   /* read before written: eager saw the dead store */
+    CHECK(plan.ngroups == 1 && plan.groups[0].nitems == 2 && plan.reasons[TCF_FUSER_OVERLAP] == 1);
+}
+
+TEST(dtypes_where_cast_addcmul_sargs)
+{
+    uint64_t x = MB(0), m = MB(1), y = MB(2), h = MB(3), o = MB(4);
+    tcf_item_t cmp = scal(UN(CMP_SCALAR, m, x), 0, 0, 0, 1), cast = UN(CAST, h, y);
+    cmp.op.out_dt = cmp.op.res_dt = TCF_DT_BOOL, cmp.op.mode = TCF_CMP_GT;
+    cast.op.loop = TCF_LOOP_CAST, cast.op.out_dt = cast.op.res_dt = TCF_DT_F16;
+    tcf_item_t wh = op3(TCF_OP_WHERE, TCF_DT_F32, N, y, 3, m, x, y);
+    wh.op.in_dt[0] = TCF_DT_BOOL;
+    tcf_item_t w[] = { cmp, wh, cast, op3(TCF_OP_ADDCMUL, TCF_DT_F16, N, o, 3, h, h, h),
+                       scal(op3(TCF_OP_ADD, TCF_DT_F16, N, o, 1, o, 0, 0), TCF_SARG_SELF, -1, 2, 2) };
+    w[3] = scal(w[3], 0, 0.1f, 0, 1);
+    CHECK_EQ_INT(PLAN(w), 0);
+    CHECK_EQ_INT(plan.ngroups, 1);
+    const tcf_group_t *g = &plan.groups[0].g;
+    CHECK(g->nops == 5 && g->nbufs == 5 && g->vec == 4);   /* x m y h o; widest is f32 */
+    CHECK(g->buf_dt[0] == TCF_DT_F32 && g->buf_dt[1] == TCF_DT_BOOL && g->buf_dt[3] == TCF_DT_F16);
+    CHECK(g->ops[1].in_src[0] == SRC(0) && g->ops[1].in_src[1] == 0 && g->ops[1].in_src[2] == 2);
+    CHECK(g->ops[1].in_dt[0] == TCF_DT_BOOL && g->ops[1].out_buf == 2);   /* where in place */
+    CHECK(g->ops[2].in_src[0] == SRC(1) && g->ops[2].in_dt[0] == TCF_DT_F32 && g->ops[2].out_dt == TCF_DT_F16);
+    for (int i = 0; i < 3; i++) CHECK(g->ops[3].in_src[i] == SRC(2));
+    CHECK(g->ops[4].in_src[0] == SRC(3) && g->ops[3].out_buf == TCF_NO_STORE && g->ops[4].out_buf == 4);
+    CHECK(g->nscalars == 4 && g->ops[4].scalar_arg[0] == 2 && g->ops[4].scalar_arg[1] == 3);
+    CHECK(plan.groups[0].scalar_from[3].item == 4 && plan.groups[0].scalar_from[3].slot == 1);
+    CHECK(g->ops[0].scalar_dt[0] == TCF_DT_F32 && g->ops[4].nscalar == 2 && g->ops[4].nin == 1);
+    tcf_item_t half[] = { cast, op3(TCF_OP_EXP, TCF_DT_F16, N, o, 1, h, 0, 0) };
+    half[0].op.in_dt[0] = TCF_DT_F16;   /* f16 -> f16: every buffer 2 bytes */
+    CHECK(PLAN(half) == 0 && plan.groups[0].g.vec == 8);
+    half[1].op.in[0] = half[1].op.out = o + 2;
+    CHECK(PLAN(half) == 0 && plan.groups[0].g.vec == 1 && plan.reasons[TCF_FUSER_UNALIGNED] == 2);
+    tcf_item_t mix[] = { cast, op3(TCF_OP_EXP, TCF_DT_F32, N, o, 1, h, 0, 0) };
+    CHECK(PLAN(mix) == 0 && plan.ngroups == 0);   /* an f16 result read as f32 */
+}
+
+TEST(bind_other_window)
+{
+    uint64_t x = MB(0), t1 = MB(1), t2 = MB(2), d = MB(64) - MB(0);
+    tcf_item_t w[] = { alloc_(t1), scal(UN(MUL, t1, x), TCF_SARG_A, 2, 0, 1), BIN(ADD, t2, t1, x),
+                       free_(t1) };
+    tcf_item_t v[] = { alloc_(t1 + d), scal(UN(MUL, t1 + d, x + d), TCF_SARG_A, 3, 0, 1),
+                       BIN(ADD, t2 + d, t1 + d, x + d), free_(t1 + d) };
+    tcf_fused_args_t a;
+    CHECK_EQ_INT(PLAN(w), 0);
+    const tcf_fgroup_t g = plan.groups[0];
+    CHECK(plan.ngroups == 1 && g.g.nbufs == 2 && g.stores_dropped == 1);
+    CHECK_EQ_INT(tcf_fuser_bind(&g, v, 4, &a), 0);
+    CHECK(a.n == N && a.buf[0] == x + d && a.buf[1] == t2 + d && a.s[0] == 0x40400000);
+    tcf_item_t u[4];
+    memcpy(u, v, sizeof u);
+    u[2].op.in[0] = t1 + d + 64;               /* now a partial overlap */
+    CHECK_EQ_INT(tcf_fuser_bind(&g, u, 4, &a), -1);
+    memcpy(u, v, sizeof u);
+    u[3] = opaque();                           /* t1 no longer freed: its store is needed */
+    CHECK_EQ_INT(tcf_fuser_bind(&g, u, 4, &a), -1);
+    memcpy(u, v, sizeof u);
+    u[1].op.in[0] = u[2].op.in[1] = x + d + 4; /* unaligned under a vec-4 kernel */
+    CHECK_EQ_INT(tcf_fuser_bind(&g, u, 4, &a), -1);
+    CHECK_EQ_INT(tcf_fuser_bind(&g, v, 2, &a), -1);   /* shorter window */
+}
+
+/* --- recorded launches ------------------------------------------------------------- */
+static tcf_item_t gelu[8];
+static int ngelu;
+
+static void load_gelu(void)
+{
+    static char name[8][4096];
+    static uint8_t bytes[8][256];
+    uint32_t off[8][8], sz[8][8], np[8] = { 0 }, len[8] = { 0 }, g[8][3], b[8][3];
+    FILE *f = fopen("tests/fixtures/torch-2.11-h100-single-ops.log", "r");
+    char line[8192];
+    int in = 0, k = -1;
+    if (!CHECK(f != NULL)) return;
+    while (fgets(line, sizeof line, f)) {
+        unsigned i, o, s;
+        int n = 0;
+        line[strcspn(line, "\n")] = 0;
+        if (!strncmp(line, "MARK ", 5)) {
+            in = !strcmp(line + 5, "manual_gelu");
+        } else if (in && !strncmp(line, "LAUNCH ", 7) && k < 7) {
+            k++;
+            sscanf(line, "LAUNCH %*s kind=%*d g=(%u,%u,%u) b=(%u,%u,%u) smem=%*u %n", &g[k][0],
+                   &g[k][1], &g[k][2], &b[k][0], &b[k][1], &b[k][2], &n);
+            snprintf(name[k], sizeof name[k], "%s", line + n);
+        } else if (in && k >= 0 && sscanf(line, "  p%u off=%u sz=%u :%n", &i, &o, &s, &n) == 3 &&
+                   i < 8 && o + s <= 256) {
+            for (unsigned j = 0; j < s; j++) sscanf(line + n + 2 * j, "%2hhx", &bytes[k][o + j]);
+            off[k][i] = o, sz[k][i] = s, np[k] = i + 1, len[k] = o + s;
+        }
+    }
+    fclose(f);
+    for (int i = 0; i <= k; i++) {
+        tcf_decode_launch_t l = { name[i], np[i], off[i], sz[i], bytes[i], len[i],
+                                  { g[i][0], g[i][1], g[i][2] }, { b[i][0], b[i][1], b[i][2] } };
+        tcf_item_t it = { .kind = TCF_ITEM_OP };
+        CHECK(tcf_decode_launch(&l, &it.op) == TCF_DECODE_OK);
+        gelu[ngelu++] = it;
+    }
+}
+
+TEST(hand_gelu_is_one_group_of_8)
+{
+    load_gelu();
+    if (!CHECK_EQ_INT(ngelu, 8)) return;
+    CHECK_EQ_INT(P(gelu, 8), 0);
+    CHECK_EQ_INT(plan.ngroups, 1);
+    const tcf_fgroup_t *g = &plan.groups[0];
+    static const uint8_t src0[8] = { 0, 0, SRC(1), 0, SRC(3), SRC(4), SRC(5), SRC(0) };
+    static const uint8_t out[8] = { 1, 0xff, 0xff, 0xff, 0xff, 0xff, 3, 2 };  /* x A B C */
+    CHECK(g->nitems == 8 && g->n == 1u << 20 && g->g.nbufs == 4 && g->g.vec == 4);
+    for (int k = 0; k < 8; k++) {
+        CHECK_EQ_INT(gop(0, k)->in_src[0], src0[k]);
+        CHECK_EQ_INT(gop(0, k)->out_buf, out[k]);
+    }
+    CHECK(gop(0, 3)->in_src[1] == SRC(2) && gop(0, 7)->in_src[1] == SRC(6));
+    CHECK_EQ_INT(g->stores_dropped, 5);  /* the caching allocator hides frees: only overwrites */
+    CHECK(g->g.nscalars == 6 && g->args.s[3] == 0x3f4c422a);   /* 0.7978846 */
+    CHECK_EQ_U64(g->args.buf[0], 0x7f4ba8800000ull);
+    CHECK_EQ_U64(g->bytes_read + g->bytes_written, 16u << 20);
+    CHECK_EQ_U64(g->bytes_avoided, 56u << 20);   /* 72 bytes an element one by one */
+}
+
+/* Walks each span again, independently of the builder: ops equal in n; every operand
+ * equal to or disjoint from every live range (a free of its exact pointer retires one). */
+static int group_sane(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g)
+{
+    uint64_t lo[4 * TCF_GROUP_MAX_OPS], hi[4 * TCF_GROUP_MAX_OPS];
+    int dt[4 * TCF_GROUP_MAX_OPS], nr = 0;
+    unsigned k = 0;
+    for (size_t i = g->first; i <= g->last && i < n; i++) {
+        for (int r = 0; r < nr && it[i].kind == TCF_ITEM_FREE; r++)
+            if (lo[r] == it[i].ptr) dt[r] = -1;
+        if (it[i].kind != TCF_ITEM_OP) continue;
+        if (k >= g->nitems || g->items[k++] != i || it[i].op.n != g->n) return 0;
+        for (unsigned o = 0; o <= it[i].op.nin; o++) {
+            int d = o ? it[i].op.in_dt[o - 1] : it[i].op.out_dt;
+            uint64_t p = o ? it[i].op.in[o - 1] : it[i].op.out;
+            uint64_t e = p + g->n * (d == TCF_DT_F32 ? 4 : d == TCF_DT_BOOL ? 1 : 2);
+            for (int r = 0; r < nr; r++)
+                if (dt[r] >= 0 && p < hi[r] && lo[r] < e && (p != lo[r] || e != hi[r] || d != dt[r]))
+                    return 0;
+            lo[nr] = p, hi[nr] = e, dt[nr++] = d;
+        }
+    }
+    return k == g->nitems && g->nitems >= 2;
+}
+
+typedef struct { int64_t id; char *name; uint32_t np, *off, *sz; } kern_t;
+
+/* Plans every window of a trace; checks invariants; prints coverage. */
+static void plan_trace(const char *path)
+{
+    static tcf_item_t items[TCF_FUSER_MAX_ITEMS + 1];
+    static int64_t iwin[TCF_FUSER_MAX_ITEMS + 1];
+    kern_t *ks = NULL;
+    size_t nk = 0, ni = 0, launches = 0, ops = 0, fused = 0, groups = 0, big = 0, bad = 0;
+    uint64_t avoided = 0;
+    tcf_trace_event_t ev;
+    tcf_trace_reader_t *r = tcf_trace_read_open(path);
+    if (!CHECK(r != NULL)) return;
+    while (tcf_trace_read_next(r, &ev) == 1) {
+        tcf_item_t it = { .kind = TCF_ITEM_OPAQUE };
+        if (ev.ev == TCF_TRACE_EV_KERNEL) {
+            const tcf_trace_kernel_t *k = &ev.u.kernel;
+            ks = realloc(ks, ++nk * sizeof *ks);
+            ks[nk - 1] = (kern_t){ k->id, strdup(k->name), (uint32_t)k->nparams,
+                                   calloc(k->nparams + 1, 4), calloc(k->nparams + 1, 4) };
+            for (size_t i = 0; i < k->nparams; i++)
+                ks[nk - 1].off[i] = k->params[i].offset, ks[nk - 1].sz[i] = k->params[i].size;
+            continue;
+        }
+        if (ev.ev == TCF_TRACE_EV_WINDOW) {
+            size_t m = 0;
+            for (size_t i = 0; i < ni; i++)   /* this window's events, in order */
+                if (iwin[i] == ev.u.window.id) items[m++] = items[i];
+            ni = 0;
+            if (m > TCF_FUSER_MAX_ITEMS) { big++; continue; }
+            CHECK_EQ_INT(tcf_fuser_plan(items, m, &plan), 0);
+            for (unsigned gi = 0; gi < plan.ngroups; gi++) {
+                tcf_fused_args_t a;
+                const tcf_fgroup_t *g = &plan.groups[gi];
+                bad += !group_sane(items, m, g) || tcf_fuser_bind(g, items, m, &a) != 0 ||
+                       memcmp(&a, &g->args, sizeof a) != 0;
+                fused += g->nitems, avoided += g->bytes_avoided;
+                for (unsigned k = 0; k < g->nitems; k++) bad += plan.item_group[g->items[k]] != (int)gi;
+            }
+            groups += plan.ngroups;
+            continue;
+        }
+        if (ev.ev == TCF_TRACE_EV_LAUNCH) {
+            const tcf_trace_launch_t *l = &ev.u.launch;
+            launches++;
+            for (size_t i = 0; i < nk; i++) {
+                if (ks[i].id != l->k) continue;
+                tcf_decode_launch_t d = { ks[i].name, ks[i].np, ks[i].off, ks[i].sz, l->params,
+                                          (uint32_t)l->params_len, { l->grid[0], l->grid[1], l->grid[2] },
+                                          { l->block[0], l->block[1], l->block[2] } };
+                if (tcf_decode_launch(&d, &it.op) == TCF_DECODE_OK) it.kind = TCF_ITEM_OP, ops++;
+                break;
+            }
+        } else if (ev.ev == TCF_TRACE_EV_ALLOC || ev.ev == TCF_TRACE_EV_FREE) {
+            it = (tcf_item_t){ .kind = ev.ev == TCF_TRACE_EV_ALLOC ? TCF_ITEM_ALLOC : TCF_ITEM_FREE,
+                               .ptr = ev.u.mem.ptr, .size = ev.u.mem.size };
+            if (ev.u.mem.win < 0) continue;   /* not stream-ordered: no window holds it */
+        } else if (ev.ev != TCF_TRACE_EV_MEMSET && ev.ev != TCF_TRACE_EV_MEMCPY) {
+            continue;
+        }
+        if (ni <= TCF_FUSER_MAX_ITEMS)
+            iwin[ni] = ev.ev == TCF_TRACE_EV_LAUNCH ? ev.u.launch.win : ev.u.mem.win, items[ni++] = it;
+    }
+    tcf_trace_read_close(r);
+    CHECK_EQ_INT(bad, 0);
+    printf("  %s: %zu launches, %zu ops decoded (%.1f%%), %zu fused (%.1f%% of ops) in %zu groups, "
+           "%llu bytes avoided%s\n", path, launches, ops, launches ? 100.0 * ops / launches : 0.0,
+           fused, ops ? 100.0 * fused / ops : 0.0, groups, (unsigned long long)avoided,
+           big ? " (windows over the item limit skipped)" : "");
+    for (size_t i = 0; i < nk; i++) free(ks[i].name), free(ks[i].off), free(ks[i].sz);
+    free(ks);
+}
+
+TEST(recorded_traces)
+{
+    glob_t gl;
+    if (glob("tests/fixtures/*.jsonl", 0, NULL, &gl) != 0) return;
+    for (size_t i = 0; i < gl.gl_pathc; i++) plan_trace(gl.gl_pathv[i]);
+    globfree(&gl);
+}
+
+int main(void)
+{
+    RUN(chain_of_8_is_one_group);
+    RUN(splits_size_opaque_limits);
+    RUN(overlap_and_alias);
+    RUN(frees_drop_stores);
+    RUN(dtypes_where_cast_addcmul_sargs);
+    RUN(bind_other_window);
+    RUN(hand_gelu_is_one_group_of_8);
+    RUN(recorded_traces);
+    return check_main_end();
+}

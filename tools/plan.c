@@ -1,0 +1,331 @@
+/* plan: `tcfuse plan [--compile] [--window ID] FILE`. Replays a recorded trace through
+ * the planner: each window's launches are decoded (capture/decode.h) and planned
+ * (fuser/fuser.h) exactly as the library would, and the groups, the stores they drop and
+ * the source generated for them are printed, in file order with fixed formats, so tests
+ * can match lines. --compile also compiles each group with NVRTC for sm_90. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/decode.h"
+#include "capture/trace_read.h"
+#include "codegen/codegen.h"
+#include "fuser/fuser.h"
+#include "tools/tools.h"
+
+int tcf_tool_plan(int argc, char **argv);
+void tcf_tool_help_plan(FILE *f);
+
+#define TCF_PLAN_ARCH 90                  /* H100 */
+#define TCF_PLAN_NOKERNEL TCF_DECODE_NSTATUS /* a launch whose kernel line is missing */
+#define TCF_PLAN_SRC_MAX (256u << 10)
+
+typedef struct { char *name; uint32_t np, *off, *sz; } tcf_plan_kernel_t;
+
+typedef struct {
+    tcf_tool_map_t kmap;                 /* kernel id -> index into k */
+    tcf_plan_kernel_t *k;
+    size_t nk, capk;
+    tcf_item_t *items;                   /* events of windows not closed yet, in order */
+    int64_t *win;
+    uint8_t *why;                        /* a launch's decode status, else 0xff */
+    size_t n, cap;
+    int compile, found;
+    int64_t only;                        /* --window, or -1 */
+    int64_t windows, launches, decoded, fused, groups, dropped, failed;
+    uint64_t avoided;
+    uint64_t notdec[TCF_DECODE_NSTATUS + 1], unfused[TCF_FUSER_NREASON];
+    tcf_plan_t plan;
+    char src[TCF_PLAN_SRC_MAX];
+} tcf_plan_state_t;
+
+void tcf_tool_help_plan(FILE *f)
+{
+    fprintf(f,
+        "usage: tcfuse plan [--compile] [--window ID] FILE\n"
+        "\n"
+        "Plans a trace (TCFUSE_TRACE=FILE) as tcfuse would fuse it: for each window, its\n"
+        "launches, the ops decoded (and why the others were not), the groups of ops that\n"
+        "would run as one generated kernel with the stores they drop and the bytes they\n"
+        "avoid, and each group's CUDA source. A summary of all windows ends the output.\n"
+        "\n"
+        "options:\n"
+        "  -c, --compile        also compile each group with NVRTC for sm_%d and print the\n"
+        "                       cubin's size (TCFUSE_NVRTC names the library)\n"
+        "  -w, --window ID      only the window with this id\n"
+        "  -h, --help           this text\n", TCF_PLAN_ARCH);
+}
+
+static const char *dt(tcf_dtype_t d) { return tcf_decode_dtype_name(d); }
+
+/* "buf2", "op1" or "-": where a group op's operand comes from or goes. */
+static const char *where(uint8_t v, char *buf, size_t cap)
+{
+    if (v == TCF_NO_STORE) return "-";
+    snprintf(buf, cap, (v & TCF_SRC_OP) ? "op%u" : "buf%u", v & (unsigned)~TCF_SRC_OP);
+    return buf;
+}
+
+/* Counts, largest first, ties by name: "3 not-elementwise, 1 reduction". */
+static void print_counts(const char *label, const uint64_t *c, size_t n,
+                         const char *(*name)(size_t))
+{
+    int done[32] = { 0 }, any = 0;
+    for (;;) {
+        size_t best = n;
+        for (size_t i = 0; i < n; i++)
+            if (!done[i] && c[i] &&
+                (best == n || c[i] > c[best] ||
+                 (c[i] == c[best] && strcmp(name(i), name(best)) < 0)))
+                best = i;
+        if (best == n) break;
+        printf("%s%" PRIu64 " %s", any++ ? ", " : label, c[best], name(best));
+        done[best] = 1;
+    }
+    if (any) printf("\n");
+}
+static const char *decode_name(size_t i)
+{
+    return i == TCF_PLAN_NOKERNEL ? "no-kernel-line" : tcf_decode_reason((tcf_decode_status_t)i);
+}
+static const char *fuser_name(size_t i) { return tcf_fuser_reason_name((tcf_fuser_reason_t)i); }
+
+/* Text of several lines, each behind prefix, so that it cannot be mistaken for ours. */
+static void print_lines(const char *prefix, const char *text)
+{
+    for (const char *line = text, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        printf("%s%.*s\n", prefix, nl ? (int)(nl - line) : (int)strlen(line), line);
+        if (!nl) break;
+    }
+}
+
+static void print_group(tcf_plan_state_t *s, unsigned gi, const tcf_fgroup_t *fg,
+                        const tcf_item_t *items)
+{
+    const tcf_group_t *g = &fg->g;
+    char a[3][16], o[16];
+    printf("  group %u: items %u-%u, %u ops, n=%" PRIu64 ", %u buffers, %u scalars, vec %u, "
+           "%u stores dropped, %" PRIu64 " bytes avoided\n", gi, fg->first, fg->last, fg->nitems,
+           fg->n, g->nbufs, g->nscalars, g->vec, fg->stores_dropped, fg->bytes_avoided);
+    for (unsigned k = 0; k < g->nops; k++) {
+        const tcf_gop_t *op = &g->ops[k];
+        for (unsigned i = 0; i < 3; i++) where(op->in_src[i], a[i], sizeof a[i]);
+        printf("    op %u (item %u): %s %s%s%s n=%u in %s%s%s%s%s -> %s\n", k, fg->items[k],
+               tcf_decode_kind_name(op->kind), dt(op->in_dt[0]),
+               op->out_dt != op->in_dt[0] ? "->" : "",
+               op->out_dt != op->in_dt[0] ? dt(op->out_dt) : "",
+               items[fg->items[k]].op.n, a[0], op->nin > 1 ? "," : "", op->nin > 1 ? a[1] : "",
+               op->nin > 2 ? "," : "", op->nin > 2 ? a[2] : "", where(op->out_buf, o, sizeof o));
+    }
+    if (tcf_codegen_source(g, s->src, sizeof s->src) < 0) {
+        printf("  source of group %u: error (malformed group)\n", gi);
+        s->failed++;
+        return;
+    }
+    printf("  source of group %u:\n", gi);
+    print_lines("    | ", s->src);
+    if (s->compile) {
+        void *cubin = NULL;
+        size_t len = 0;
+        char log[4096] = "";
+        if (tcf_nvrtc_compile(s->src, TCF_PLAN_ARCH, &cubin, &len, log, sizeof log) == 0) {
+            printf("  cubin of group %u: %zu bytes (sm_%d)\n", gi, len, TCF_PLAN_ARCH);
+        } else {
+            printf("  cubin of group %u: compile error\n", gi);
+            print_lines("    ! ", log);
+            s->failed++;
+        }
+        free(cubin);
+    }
+}
+
+/* A window closed: take its events out of the pending list, plan them, print. */
+static void on_window(tcf_plan_state_t *s, int64_t id)
+{
+    size_t m = 0, keep = 0;
+    uint64_t notdec[TCF_DECODE_NSTATUS + 1] = { 0 }, launches = 0, ops = 0, fused = 0;
+    tcf_item_t *w = tcf_tool_realloc(NULL, (s->n ? s->n : 1) * sizeof *w);
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->win[i] != id) {   /* another window's: stays pending */
+            s->items[keep] = s->items[i], s->win[keep] = s->win[i], s->why[keep++] = s->why[i];
+            continue;
+        }
+        launches += s->why[i] != 0xff;
+        ops += s->items[i].kind == TCF_ITEM_OP;
+        if (s->why[i] != 0xff && s->why[i] != TCF_DECODE_OK) notdec[s->why[i]]++;
+        w[m++] = s->items[i];
+    }
+    s->n = keep;
+    if (s->only >= 0 && id != s->only) {
+        free(w);
+        return;
+    }
+    s->found = 1;
+    s->windows++, s->launches += (int64_t)launches, s->decoded += (int64_t)ops;
+    for (size_t i = 0; i <= TCF_DECODE_NSTATUS; i++) s->notdec[i] += notdec[i];
+    printf("window %" PRId64 ": %" PRIu64 " launches, %" PRIu64 " ops decoded, %zu items\n", id,
+           launches, ops, m);
+    print_counts("  not decoded: ", notdec, TCF_DECODE_NSTATUS + 1, decode_name);
+    if (tcf_fuser_plan(w, m, &s->plan) < 0) {
+        printf("  not planned: over %d items\n", TCF_FUSER_MAX_ITEMS);
+        free(w);
+        return;
+    }
+    uint64_t unfused[TCF_FUSER_NREASON];
+    for (unsigned r = 0; r < TCF_FUSER_NREASON; r++)
+        s->unfused[r] += unfused[r] = s->plan.reasons[r];
+    for (unsigned gi = 0; gi < s->plan.ngroups; gi++) {
+        const tcf_fgroup_t *g = &s->plan.groups[gi];
+        fused += g->nitems, s->dropped += g->stores_dropped, s->avoided += g->bytes_avoided;
+        print_group(s, gi, g, w);
+    }
+    s->groups += s->plan.ngroups, s->fused += (int64_t)fused;
+    printf("  fused: %" PRIu64 " of %" PRIu64 " ops in %u group%s\n", fused, ops, s->plan.ngroups,
+           s->plan.ngroups == 1 ? "" : "s");
+    print_counts("  not fused: ", unfused, TCF_FUSER_NREASON, fuser_name);
+    free(w);
+}
+
+static void on_event(tcf_plan_state_t *s, const tcf_trace_event_t *ev)
+{
+    tcf_item_t it = { .kind = TCF_ITEM_OPAQUE };
+    uint8_t why = 0xff;
+    int64_t win;
+    int created;
+    if (ev->ev == TCF_TRACE_EV_KERNEL) {
+        const tcf_trace_kernel_t *k = &ev->u.kernel;
+        size_t *slot = tcf_tool_map_u64(&s->kmap, (uint64_t)k->id, &created);
+        if (!created) return;   /* written once per handle; keep the first */
+        *slot = s->nk;
+        tcf_tool_grow((void **)&s->k, &s->capk, s->nk + 1, sizeof *s->k);
+        tcf_plan_kernel_t *pk = &s->k[s->nk++];
+        pk->name = tcf_tool_strdup(k->name);
+        pk->np = (uint32_t)k->nparams;
+        pk->off = tcf_tool_realloc(NULL, (k->nparams + 1) * sizeof *pk->off);
+        pk->sz = tcf_tool_realloc(NULL, (k->nparams + 1) * sizeof *pk->sz);
+        for (size_t i = 0; i < k->nparams; i++)
+            pk->off[i] = k->params[i].offset, pk->sz[i] = k->params[i].size;
+        return;
+    }
+    if (ev->ev == TCF_TRACE_EV_WINDOW) {
+        on_window(s, ev->u.window.id);
+        return;
+    }
+    if (ev->ev == TCF_TRACE_EV_LAUNCH) {
+        const tcf_trace_launch_t *l = &ev->u.launch;
+        size_t *ki = tcf_tool_map_get_u64(&s->kmap, (uint64_t)l->k);
+        win = l->win;
+        why = TCF_PLAN_NOKERNEL;
+        if (ki) {
+            const tcf_plan_kernel_t *k = &s->k[*ki];
+            tcf_decode_launch_t d = { k->name, k->np, k->off, k->sz, l->params,
+                                      (uint32_t)l->params_len,
+                                      { l->grid[0], l->grid[1], l->grid[2] },
+                                      { l->block[0], l->block[1], l->block[2] } };
+            why = (uint8_t)tcf_decode_launch(&d, &it.op);
+            if (why == TCF_DECODE_OK) it.kind = TCF_ITEM_OP;
+        }
+    } else if (ev->ev == TCF_TRACE_EV_ALLOC || ev->ev == TCF_TRACE_EV_FREE) {
+        it.kind = ev->ev == TCF_TRACE_EV_ALLOC ? TCF_ITEM_ALLOC : TCF_ITEM_FREE;
+        it.ptr = ev->u.mem.ptr, it.size = ev->u.mem.size;
+        win = ev->u.mem.win;
+    } else if (ev->ev == TCF_TRACE_EV_MEMSET || ev->ev == TCF_TRACE_EV_MEMCPY) {
+        win = ev->u.mem.win;   /* device work the planner cannot see into: opaque */
+    } else {
+        return;
+    }
+    if (win < 0) return;       /* not stream-ordered: in no window */
+    tcf_tool_grow((void **)&s->items, &s->cap, s->n + 1, sizeof *s->items);
+    s->win = tcf_tool_realloc(s->win, s->cap * sizeof *s->win);
+    s->why = tcf_tool_realloc(s->why, s->cap * sizeof *s->why);
+    s->items[s->n] = it, s->win[s->n] = win, s->why[s->n++] = why;
+}
+
+static int run_plan(tcf_plan_state_t *s, const char *path)
+{
+    tcf_trace_event_t ev;
+    tcf_trace_reader_t *r = tcf_trace_read_open(path);
+    int rc;
+    if (!r) {
+        fprintf(stderr, "tcfuse plan: %s: %s\n", path, strerror(errno));
+        return TCF_EXIT_FAIL;
+    }
+    printf("trace %s\n", path);
+    while ((rc = tcf_trace_read_next(r, &ev)) == 1) on_event(s, &ev);
+    tcf_trace_stats_t st = tcf_trace_read_stats(r);
+    tcf_trace_read_close(r);
+    if (rc < 0) {
+        fprintf(stderr, "tcfuse plan: %s: %s\n", path, strerror(errno));
+        return TCF_EXIT_FAIL;
+    }
+    if (st.malformed)
+        fprintf(stderr, "tcfuse plan: %s: %zu malformed lines skipped\n", path, st.malformed);
+    if (s->only >= 0 && !s->found) {
+        fprintf(stderr, "tcfuse plan: %s: no window %" PRId64 "\n", path, s->only);
+        return TCF_EXIT_FAIL;
+    }
+    printf("summary: %" PRId64 " windows, %" PRId64 " launches, %" PRId64 " decoded, %" PRId64
+           " fused, %" PRId64 " groups, %" PRId64 " stores dropped, %" PRIu64 " bytes avoided\n",
+           s->windows, s->launches, s->decoded, s->fused, s->groups, s->dropped, s->avoided);
+    print_counts("  not decoded: ", s->notdec, TCF_DECODE_NSTATUS + 1, decode_name);
+    print_counts("  not fused: ", s->unfused, TCF_FUSER_NREASON, fuser_name);
+    return s->failed ? TCF_EXIT_FAIL : TCF_EXIT_OK;
+}
+
+int tcf_tool_plan(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "compile", no_argument, NULL, 'c' }, { "window", required_argument, NULL, 'w' },
+        { "help", no_argument, NULL, 'h' },    { NULL, 0, NULL, 0 },
+    };
+    tcf_plan_state_t *s;
+    char *end, err[512];
+    int c, rc, compile = 0;
+    long long only = -1;
+
+    optind = 1, opterr = 0;
+    while ((c = getopt_long(argc, argv, "cw:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': compile = 1; break;
+        case 'w':
+            only = strtoll(optarg, &end, 10);
+            if (*optarg == 0 || *end != 0 || only < 0) {
+                fprintf(stderr, "tcfuse plan: --window wants a window id, not '%s'\n", optarg);
+                return TCF_EXIT_USAGE;
+            }
+            break;
+        case 'h': tcf_tool_help_plan(stdout); return TCF_EXIT_OK;
+        default:
+            fprintf(stderr, "tcfuse plan: %s option '%s'\n",
+                    optopt == 'w' ? "missing value for" : "unknown", argv[optind - 1]);
+            tcf_tool_help_plan(stderr);
+            return TCF_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 1) {
+        fprintf(stderr, "tcfuse plan: %s\n", optind >= argc ? "no trace file given"
+                                                            : "one trace file at a time");
+        tcf_tool_help_plan(stderr);
+        return TCF_EXIT_USAGE;
+    }
+    if (compile && tcf_nvrtc_open(getenv("TCFUSE_NVRTC"), err, sizeof err) != 0) {
+        fprintf(stderr, "tcfuse plan: --compile: NVRTC unavailable: %s\n", err);
+        return TCF_EXIT_FAIL;
+    }
+    s = memset(tcf_tool_realloc(NULL, sizeof *s), 0, sizeof *s);
+    s->compile = compile, s->only = only;
+    if (s->compile) printf("nvrtc %s, sm_%d\n", tcf_nvrtc_version(), TCF_PLAN_ARCH);
+    rc = run_plan(s, argv[optind]);
+    for (size_t i = 0; i < s->nk; i++) free(s->k[i].name), free(s->k[i].off), free(s->k[i].sz);
+    free(s->k), free(s->items), free(s->win), free(s->why);
+    tcf_tool_map_free(&s->kmap);
+    free(s);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "tcfuse plan: write failed\n");
+        return TCF_EXIT_FAIL;
+    }
+    return rc;
+}
