@@ -24,6 +24,22 @@ typedef struct {
     CUresult (*kernel_get_param_info)(CUkernel k, size_t i, size_t *off, size_t *size);
     CUresult (*func_get_param_info)(CUfunction f, size_t i, size_t *off, size_t *size);
     CUresult (*ctx_get_current)(CUcontext *ctx);
+    /* Fuse mode: issuing held work, compiling, loading and verifying generated kernels. */
+    CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*mem_free_async)(CUdeviceptr, CUstream);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*ctx_get_device)(CUdevice *);
+    CUresult (*device_get_attribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+    CUresult (*mem_free)(CUdeviceptr);
+    CUresult (*memcpy_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*stream_create)(CUstream *, unsigned);
+    CUresult (*stream_synchronize)(CUstream);
+    CUresult (*stream_destroy)(CUstream);
+    CUresult (*module_load_data)(CUmodule *, const void *);
+    CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
 } tcf_driver_t;
 
 /* Called once, by the first hooked call, after tcf_config_load. */
@@ -56,6 +72,19 @@ void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsig
                         size_t count, CUstream stream, int ptds, CUresult rc);
 void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                         CUstream stream, int ptds, CUresult rc);
+
+/* Fuse mode, before the driver sees the launch: returns 1 when tcfuse took it (held in
+ * the window; the wrapper returns CUDA_SUCCESS without calling the driver), 0 when the
+ * caller must issue it now (held work that must precede it has been issued). */
+int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                            unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                            CUstream stream, void **params, void **extra);
+/* Fuse mode: a stream-ordered free. Returns 1 when held (it must run after held work that
+ * may use the block), 0 when the caller must free now. */
+int tcf_capture_fuse_free(CUdeviceptr ptr, CUstream stream);
+/* Fuse mode: any other device work on `stream` (memsets, copies, launches tcfuse does not
+ * hold): issues held work first, so that order is kept. */
+void tcf_capture_fuse_order(CUstream stream);
 
 /* A call that can observe device state, or one tcfuse does not know: every window closes
  * before it, with `call` as the reason. Called before the real call is made. */

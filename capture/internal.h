@@ -26,7 +26,10 @@ typedef struct {
     const char *name;         /* owned; "" when unknown */
     uint32_t   *off, *size;   /* nparams each */
     atomic_int  traced;       /* its "kernel" line is in the trace */
+    atomic_int  fuse_state;   /* TCF_FUSE_*: whether fuse mode may hold its launches */
 } tcf_kernel_t;
+
+enum { TCF_FUSE_UNKNOWN = 0, TCF_FUSE_DECODABLE, TCF_FUSE_NEVER };
 
 /* The memoized identity of a handle; never NULL (a shared "unknown" entry on failure). */
 tcf_kernel_t *tcf_kernel_get(CUfunction f);
@@ -37,6 +40,7 @@ enum { TCF_EV_LAUNCH = 0, TCF_EV_ALLOC, TCF_EV_FREE, TCF_EV_MEMSET, TCF_EV_MEMCP
 
 typedef struct {
     uint8_t  kind, via;
+    uint8_t  held;            /* fuse mode: not issued yet */
     int32_t  rc;
     uint64_t t;
     uint64_t stream;
@@ -57,13 +61,34 @@ typedef struct {
     uint8_t        *arena;             /* parameter bytes of the window's launches */
     uint32_t        arena_len, arena_cap;
     tcf_key_scratch_t scratch;
+    /* fuse mode */
+    struct tcf_op_s  *ops;             /* decoded op of each held launch (cap_ev entries) */
+    uint32_t          nheld, exec_from;/* held events; first event not yet issued/planned */
 } tcf_window_t;
+
+/* Window internals shared with fuse*.c (window.c). */
+tcf_window_t *tcf_window_for(CUstream stream, int ptds);
+tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes);
+void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160], int nbt);
+unsigned tcf_window_count(void);
+tcf_window_t *tcf_window_at(unsigned i);
+
+/* --- fuse mode (fuse.c, fuse_kernels.c, fuse_verify.c) ------------------------------- */
+void tcf_fuse_init(void);
+void tcf_fuse_stop(void);
+/* Issues the window's held work (planned: fused groups whose kernel is ready, the rest as
+ * issued). The window is locked. */
+void tcf_fuse_execute(tcf_window_t *w, const char *reason);
+void tcf_fuse_stats_print(void);
 
 /* --- stats (stats.c) ---------------------------------------------------------------- */
 typedef struct {
     atomic_ullong launches, launch_errors, params_unknown, ops, allocs, frees,
                   frees_stream, windows, windows_launches, boundary_calls, oom;
     atomic_ullong dev_lo, dev_hi;      /* span of device memory seen allocated */
+    /* fuse mode */
+    atomic_ullong held, held_frees, flushes, groups_fused, launches_removed, stores_dropped,
+                  bytes_avoided, fused_failed, held_failed, dropped_at_exit;
 } tcf_counters_t;
 extern tcf_counters_t tcf_ctr;
 

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 
 #include "capture/internal.h"
+#include "codegen/op.h"
 
 #define TCF_WTAB_SIZE 4096  /* distinct (context, stream, thread) triples */
 
@@ -43,6 +44,8 @@ void tcf_capture_init(const tcf_driver_t *drv)
     tcf_kernels_init();
     tcf_stats_init();
     tcf_trace_open();
+    if (tcf_cfg.mode == TCF_MODE_FUSE)
+        tcf_fuse_init();
 }
 
 /* --- which window ------------------------------------------------------------------- */
@@ -54,7 +57,7 @@ static uint64_t tcf_tid(void)
     return tid;
 }
 
-static tcf_window_t *tcf_window_for(CUstream stream, int ptds)
+tcf_window_t *tcf_window_for(CUstream stream, int ptds)
 {
     uint64_t s = (uint64_t)(uintptr_t)stream, ctx = 0, tid = 0;
     /* Stream 0 means the legacy default stream, or the calling thread's own default
@@ -107,10 +110,22 @@ static tcf_window_t *tcf_window_for(CUstream stream, int ptds)
 }
 
 /* --- closing ------------------------------------------------------------------------ */
-static void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160], int nbt)
+unsigned tcf_window_count(void)
+{
+    return atomic_load(&tcf_nwall);
+}
+
+tcf_window_t *tcf_window_at(unsigned i)
+{
+    return tcf_wall[i];
+}
+
+void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160], int nbt)
 {
     if (!w->nev)
         return;
+    if (w->nheld)
+        tcf_fuse_execute(w, reason);  /* held work goes out before anything can observe it */
     tcf_key_item_t stack_items[64];
     tcf_key_item_t *items = w->nev <= 64 ? stack_items : malloc(w->nev * sizeof *items);
     uint64_t key = 0;
@@ -156,6 +171,7 @@ static void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*
     w->nev = w->nlaunch = w->nops = 0;
     w->arena_len = 0;
     w->id = 0;
+    w->exec_from = 0;
 }
 
 static void tcf_close_all(const char *reason)
@@ -187,7 +203,7 @@ void tcf_capture_boundary(const char *call)
 /* --- appending ---------------------------------------------------------------------- */
 /* Makes room for one event (and `bytes` of parameters); returns it, or NULL. The window
  * is locked; an idle gap closes the previous window first. */
-static tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
+tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
 {
     if (w->nev && tcf_idle_ns && now - w->last_t > tcf_idle_ns)
         tcf_window_close_locked(w, "idle", NULL, 0);
@@ -196,7 +212,14 @@ static tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t by
         tcf_event_t *ev = realloc(w->ev, cap * sizeof *ev);
         if (!ev)
             return NULL;
-        w->ev = ev, w->cap_ev = cap;
+        w->ev = ev;
+        if (tcf_cfg.mode == TCF_MODE_FUSE) {
+            struct tcf_op_s *ops = realloc(w->ops, cap * sizeof *ops);
+            if (!ops)
+                return NULL;
+            w->ops = ops;
+        }
+        w->cap_ev = cap;
     }
     if (w->arena_len + bytes > w->arena_cap) {
         uint32_t cap = w->arena_cap ? w->arena_cap : 4096;
@@ -383,8 +406,13 @@ void tcf_capture_shutdown(void)
 {
     if (!atomic_load(&tcf_started) || atomic_exchange(&tcf_stopped, 1))
         return;
+    if (tcf_cfg.mode == TCF_MODE_FUSE)
+        tcf_fuse_stop();
     tcf_close_all("exit");
-    if (tcf_cfg.stats)
+    if (tcf_cfg.stats) {
         tcf_stats_print();
+        if (tcf_cfg.mode == TCF_MODE_FUSE)
+            tcf_fuse_stats_print();
+    }
     tcf_trace_close();
 }

@@ -16,6 +16,7 @@
 typedef enum {
     TCF_MODE_OFF = 0,
     TCF_MODE_OBSERVE,
+    TCF_MODE_FUSE,
     TCF_MODE__COUNT
 } tcf_mode_t;
 

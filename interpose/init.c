@@ -11,6 +11,7 @@
 _Atomic int tcf_interpose_mode = TCF_MODE_OFF;
 
 static pthread_once_t tcf_once = PTHREAD_ONCE_INIT;
+extern int tcf_interpose_set_alloc_conf;
 static void *tcf_libcuda;
 
 void *tcf_interpose_libcuda(void)
@@ -24,6 +25,10 @@ static void tcf_at_exit(void)
     if (!tcf_cfg.stats)
         return;
     tcf_interpose_stats_t *s = &tcf_interpose_stats;
+    if (tcf_cfg.mode == TCF_MODE_FUSE)
+        tcf_out("  allocator     PYTORCH_CUDA_ALLOC_CONF %s",
+                tcf_interpose_set_alloc_conf ? "set to backend:cudaMallocAsync by tcfuse"
+                                             : "left as the process had it");
     tcf_out("  hooks         %llu lookups: %llu wrapped, %llu known boundaries, %llu unknown "
             "(boundaries), %llu queries passed, %llu unseen",
             atomic_load(&s->lookups), atomic_load(&s->wrapped), atomic_load(&s->gated),
@@ -45,12 +50,46 @@ static void tcf_init_once(void)
         .kernel_get_param_info = tcf_real_dlsym(h, "cuKernelGetParamInfo"),
         .func_get_param_info   = tcf_real_dlsym(h, "cuFuncGetParamInfo"),
         .ctx_get_current       = tcf_real_dlsym(h, "cuCtxGetCurrent"),
+        .launch_kernel         = tcf_real_dlsym(h, "cuLaunchKernel"),
+        .mem_free_async        = tcf_real_dlsym(h, "cuMemFreeAsync"),
+        .ctx_set_current       = tcf_real_dlsym(h, "cuCtxSetCurrent"),
+        .ctx_get_device        = tcf_real_dlsym(h, "cuCtxGetDevice"),
+        .device_get_attribute  = tcf_real_dlsym(h, "cuDeviceGetAttribute"),
+        .mem_alloc             = tcf_real_dlsym(h, "cuMemAlloc_v2"),
+        .mem_free              = tcf_real_dlsym(h, "cuMemFree_v2"),
+        .memcpy_htod_async     = tcf_real_dlsym(h, "cuMemcpyHtoDAsync_v2"),
+        .memcpy_dtoh_async     = tcf_real_dlsym(h, "cuMemcpyDtoHAsync_v2"),
+        .stream_create         = tcf_real_dlsym(h, "cuStreamCreate"),
+        .stream_synchronize    = tcf_real_dlsym(h, "cuStreamSynchronize"),
+        .stream_destroy        = tcf_real_dlsym(h, "cuStreamDestroy_v2"),
+        .module_load_data      = tcf_real_dlsym(h, "cuModuleLoadData"),
+        .module_get_function   = tcf_real_dlsym(h, "cuModuleGetFunction"),
     };
     tcf_capture_init(&drv);
     atexit(tcf_at_exit);
     tcf_log(TCF_LOG_INFO, "%s mode, libcuda %s", tcf_mode_name(tcf_cfg.mode),
             tcf_libcuda ? "found" : "not loaded yet");
     atomic_store(&tcf_interpose_mode, (int)tcf_cfg.mode);
+}
+
+/* Fuse mode wants every free to reach the driver: PyTorch's caching allocator never frees,
+ * its cudaMallocAsync backend does. PyTorch reads PYTORCH_CUDA_ALLOC_CONF when it first
+ * allocates, long after this runs (at load); an explicit setting is never changed. Only
+ * the two variables are read here: the rest of the options wait for CUDA. */
+int tcf_interpose_set_alloc_conf;
+
+__attribute__((constructor)) static void tcf_alloc_conf_setup(void)
+{
+    const char *m = getenv("TCFUSE_MODE"), *a = getenv("TCFUSE_SET_ALLOCATOR");
+    tcf_mode_t mode;
+    int on = 1;
+    if (!m || tcf_parse_mode(m, &mode) != 0 || mode != TCF_MODE_FUSE)
+        return;
+    if (a && tcf_parse_bool(a, &on) == 0 && !on)
+        return;
+    if (!getenv("PYTORCH_CUDA_ALLOC_CONF") &&
+        setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0) == 0)
+        tcf_interpose_set_alloc_conf = 1;
 }
 
 void tcf_interpose_init(void)

@@ -9,12 +9,32 @@ static inline int tcf_on(void)
     return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) != TCF_MODE_OFF;
 }
 
+static inline int tcf_fusing(void)
+{
+    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) == TCF_MODE_FUSE;
+}
+
+/* Fuse mode holds only legacy-stream cuLaunchKernel launches; the other forms keep order
+ * by issuing held work first. */
+#define TCF_HOLD_cuLaunchKernel(args)                                                    \
+    if (tcf_fusing() && tcf_capture_fuse_launch args)                                    \
+        return CUDA_SUCCESS;
+#define TCF_HOLD_OTHER(stream)                                                           \
+    if (tcf_fusing())                                                                    \
+        tcf_capture_fuse_order(stream);
+
 #define TCF_LAUNCH_BODY(abi, ptds)                                                       \
     CUresult tcf_hook_##abi TCF_LAUNCH_PARAMS                                            \
     {                                                                                    \
         tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
+        if (!(ptds)) {                                                                   \
+            TCF_HOLD_cuLaunchKernel((f, gx, gy, gz, bx, by, bz, smem, stream, params,    \
+                                     extra))                                             \
+        } else {                                                                         \
+            TCF_HOLD_OTHER(stream)                                                       \
+        }                                                                                \
         CUresult rc = real TCF_LAUNCH_ARGS;                                              \
         if (tcf_on())                                                                    \
             tcf_capture_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem, stream,  \
@@ -29,6 +49,7 @@ static inline int tcf_on(void)
         tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
+        TCF_HOLD_OTHER(config ? config->hStream : NULL)                                  \
         CUresult rc = real TCF_LAUNCHEX_ARGS;                                            \
         if (tcf_on() && config)                                                          \
             tcf_capture_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX, config->gridDimY, \

@@ -8,6 +8,11 @@ static inline int tcf_on(void)
     return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) != TCF_MODE_OFF;
 }
 
+static inline int tcf_fusing(void)
+{
+    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) == TCF_MODE_FUSE;
+}
+
 #define TCF_REAL_OR_FAIL(abi)                                                            \
     tcf_fn_##abi##_t real = TCF_REAL(abi);                                               \
     if (!real)                                                                           \
@@ -61,6 +66,13 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     CUresult tcf_hook_##abi(CUdeviceptr dptr, CUstream stream)                           \
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
+        /* Fuse mode: a free behind held launches waits for them (they may read it). */  \
+        if (tcf_fusing()) {                                                              \
+            if (!(ptds) && tcf_capture_fuse_free(dptr, stream))                          \
+                return CUDA_SUCCESS;                                                     \
+            if (ptds)                                                                    \
+                tcf_capture_fuse_order(stream);                                          \
+        }                                                                                \
         CUresult rc = real(dptr, stream);                                                \
         if (tcf_on())                                                                    \
             tcf_capture_free("cuMemFreeAsync", dptr, stream, 1, ptds, rc);               \
@@ -70,6 +82,8 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     CUresult tcf_hook_##abi(CUdeviceptr dst, type v, size_t n, CUstream stream)          \
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
+        if (tcf_fusing())                                                                \
+            tcf_capture_fuse_order(stream);                                                           \
         CUresult rc = real(dst, v, n, stream);                                           \
         if (tcf_on())                                                                    \
             tcf_capture_memset(name, dst, v, elem, n, stream, ptds, rc);                 \
@@ -79,6 +93,8 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     CUresult tcf_hook_##abi(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) \
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
+        if (tcf_fusing())                                                                \
+            tcf_capture_fuse_order(stream);                                                           \
         CUresult rc = real(dst, src, n, stream);                                         \
         if (tcf_on())                                                                    \
             tcf_capture_memcpy("cuMemcpyDtoDAsync", dst, src, n, stream, ptds, rc);      \

@@ -1,0 +1,334 @@
+/* Fuse mode: hold decodable PyTorch elementwise launches in their window and issue the
+ * window's plan when something may observe it, new work must follow it, the window is
+ * full or it idles.
+ *
+ * What is held: launches through cuLaunchKernel (not _ptsz, not the `extra` form) that
+ * decode (capture/decode.c), and stream-ordered frees behind them (freeing at once could
+ * let the pool hand a block still read by a held launch to someone else). Everything else
+ * issues held work first, on every stream: a launch on the legacy default stream orders
+ * against all blocking streams, and holding on two streams at once would need the same
+ * care; this is the conservative form of DESIGN.md's rule.
+ * A held launch returns CUDA_SUCCESS at once: PyTorch's elementwise launches are valid
+ * by construction (their decoding checked the layout); a failure when it is issued later
+ * is counted (held-failed), like any asynchronous launch error.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "capture/decode.h"
+#include "capture/fuse.h"
+
+static int tcf_holding;           /* fuse mode with fusion on */
+static atomic_int tcf_stopping;
+
+/* Name-derived refusals are the kernel's for good; the others depend on one launch. */
+static int tcf_permanent(tcf_decode_status_t s)
+{
+    return s != TCF_DECODE_TRUNCATED && s != TCF_DECODE_BAD_LAUNCH && s != TCF_DECODE_BAD_VALUE;
+}
+
+static atomic_ulong tcf_refused[TCF_DECODE_NSTATUS];
+
+/* Issues held work of every window but `except` (NULL: all). Windows are locked one at a
+ * time, never while holding another's lock. */
+static void tcf_flush_held(const tcf_window_t *except, const char *reason)
+{
+    unsigned n = tcf_window_count();
+    for (unsigned i = 0; i < n; i++) {
+        tcf_window_t *w = tcf_window_at(i);
+        if (w == except || !__atomic_load_n(&w->nheld, __ATOMIC_RELAXED))
+            continue;
+        pthread_mutex_lock(&w->lock);
+        if (w->nheld)
+            tcf_fuse_execute(w, reason);
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+
+void tcf_capture_fuse_order(CUstream stream)
+{
+    (void)stream;
+    if (tcf_holding)
+        tcf_flush_held(NULL, "other-work");
+}
+
+int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned smem, CUstream stream,
+                            void **params, void **extra)
+{
+    if (!tcf_holding)
+        return 0;
+    tcf_kernel_t *k = tcf_kernel_get(f);
+    if (atomic_load_explicit(&k->fuse_state, memory_order_relaxed) == TCF_FUSE_NEVER ||
+        extra || !params || !k->param_known || k->param_bytes > sizeof(((tcf_orig_t *)0)->params) ||
+        k->nparams > 8) {
+        if (!extra && params && k->param_known)
+            atomic_store(&k->fuse_state, TCF_FUSE_NEVER);
+        tcf_flush_held(NULL, "other-work");
+        return 0;
+    }
+    uint8_t buf[512];
+    memset(buf, 0, k->param_bytes);
+    for (uint32_t i = 0; i < k->nparams; i++)
+        if (params[i])
+            memcpy(buf + k->off[i], params[i], k->size[i]);
+    tcf_decode_launch_t dl = { .name = k->name, .nparams = k->nparams, .off = k->off,
+                               .size = k->size, .params = buf, .params_len = k->param_bytes,
+                               .grid = { gx, gy, gz }, .block = { bx, by, bz } };
+    tcf_op_t op;
+    tcf_decode_status_t ds = tcf_decode_launch(&dl, &op);
+    if (ds != TCF_DECODE_OK) {
+        atomic_fetch_add(&tcf_refused[ds], 1);
+        if (tcf_permanent(ds))
+            atomic_store(&k->fuse_state, TCF_FUSE_NEVER);
+        tcf_flush_held(NULL, "other-work");
+        return 0;
+    }
+    atomic_store(&k->fuse_state, TCF_FUSE_DECODABLE);
+    tcf_window_t *w = tcf_window_for(stream, 0);
+    if (!w) {
+        tcf_flush_held(NULL, "other-work");
+        return 0;
+    }
+    tcf_flush_held(w, "other-stream");
+
+    uint64_t now = tcf_now_ns();
+    uint32_t bytes = (k->param_bytes + 7u) & ~7u;
+    int taken = 0;
+    pthread_mutex_lock(&w->lock);
+    tcf_event_t *e = tcf_window_append(w, now, bytes);
+    if (e && w->ops) {
+        uint32_t idx = (uint32_t)(e - w->ev);
+        e->kind = TCF_EV_LAUNCH;
+        e->via = TCF_VIA_LAUNCH;
+        e->held = 1;
+        e->rc = CUDA_SUCCESS;
+        e->stream = (uint64_t)(uintptr_t)stream;
+        e->u.l.k = k;
+        e->u.l.grid[0] = gx, e->u.l.grid[1] = gy, e->u.l.grid[2] = gz;
+        e->u.l.block[0] = bx, e->u.l.block[1] = by, e->u.l.block[2] = bz;
+        e->u.l.smem = smem;
+        e->u.l.poff = w->arena_len;
+        e->u.l.pbytes = k->param_bytes;
+        memcpy(w->arena + w->arena_len, buf, k->param_bytes);
+        w->arena_len += bytes;
+        w->ops[idx] = op;
+        w->nheld++;
+        w->nlaunch++;
+        atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&tcf_ctr.held, 1, memory_order_relaxed);
+        taken = 1;
+        if (w->nlaunch >= (uint32_t)tcf_cfg.window_max)
+            tcf_window_close_locked(w, "size-cap", NULL, 0);
+    } else if (e) {
+        w->nev--;  /* no room for the op: give the slot back and issue it now */
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (!taken)
+        tcf_flush_held(NULL, "other-work");
+    return taken;
+}
+
+int tcf_capture_fuse_free(CUdeviceptr ptr, CUstream stream)
+{
+    if (!tcf_holding)
+        return 0;
+    tcf_window_t *w = tcf_window_for(stream, 0);
+    int taken = 0;
+    if (w) {
+        pthread_mutex_lock(&w->lock);
+        if (w->nheld) {
+            tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
+            if (e) {
+                memset(e, 0, sizeof *e);
+                e->t = w->last_t;
+                e->kind = TCF_EV_FREE;
+                e->held = 1;
+                e->stream = (uint64_t)(uintptr_t)stream;
+                e->u.m.call = "cuMemFreeAsync";
+                e->u.m.ptr = ptr;
+                w->nheld++;
+                atomic_fetch_add(&tcf_ctr.frees, 1);
+                atomic_fetch_add(&tcf_ctr.frees_stream, 1);
+                atomic_fetch_add(&tcf_ctr.held_frees, 1);
+                taken = 1;
+            }
+        }
+        pthread_mutex_unlock(&w->lock);
+    }
+    if (!taken)
+        tcf_flush_held(NULL, "other-work");
+    return taken;
+}
+
+/* --- issuing a window's held work ---------------------------------------------------- */
+static void tcf_issue_original(const tcf_window_t *w, const tcf_event_t *e)
+{
+    const tcf_kernel_t *k = e->u.l.k;
+    void *kp[8];
+    for (uint32_t j = 0; j < k->nparams && j < 8; j++)
+        kp[j] = w->arena + e->u.l.poff + k->off[j];
+    CUresult rc = tcf_drv.launch_kernel((CUfunction)(uintptr_t)k->handle, e->u.l.grid[0],
+                                        e->u.l.grid[1], e->u.l.grid[2], e->u.l.block[0],
+                                        e->u.l.block[1], e->u.l.block[2], e->u.l.smem,
+                                        (CUstream)(uintptr_t)e->stream, kp, NULL);
+    if (rc != CUDA_SUCCESS)
+        atomic_fetch_add(&tcf_ctr.held_failed, 1);
+}
+
+static void tcf_issue_free(const tcf_event_t *e)
+{
+    if (tcf_drv.mem_free_async(e->u.m.ptr, (CUstream)(uintptr_t)e->stream) != CUDA_SUCCESS)
+        atomic_fetch_add(&tcf_ctr.held_failed, 1);
+}
+
+void tcf_fuse_execute(tcf_window_t *w, const char *reason)
+{
+    (void)reason;
+    if (!w->nheld)
+        return;
+    atomic_fetch_add(&tcf_ctr.flushes, 1);
+    CUcontext cur = NULL;
+    int switched = 0;
+    if (tcf_drv.ctx_get_current && tcf_drv.ctx_get_current(&cur) == CUDA_SUCCESS &&
+        (uint64_t)(uintptr_t)cur != w->ctx && w->ctx && tcf_drv.ctx_set_current)
+        switched = tcf_drv.ctx_set_current((CUcontext)(uintptr_t)w->ctx) == CUDA_SUCCESS;
+
+    uint32_t from = w->exec_from, n = w->nev - from;
+    if (n > TCF_FUSER_MAX_ITEMS)
+        n = 0;  /* cannot plan: everything goes out as issued below */
+    tcf_item_t *items = n ? calloc(n, sizeof *items) : NULL;
+    uint16_t *ev_of = n ? calloc(n, sizeof *ev_of) : NULL;
+    tcf_plan_t *plan = n && tcf_cfg.fusion ? malloc(sizeof *plan) : NULL;
+    int planned = 0;
+    if (items && ev_of && plan) {
+        for (uint32_t i = 0; i < n; i++) {
+            const tcf_event_t *e = &w->ev[from + i];
+            ev_of[i] = (uint16_t)(from + i);
+            if (e->kind == TCF_EV_LAUNCH && e->held) {
+                items[i].kind = TCF_ITEM_OP;
+                items[i].op = w->ops[from + i];
+            } else if (e->kind == TCF_EV_FREE && e->held) {
+                items[i].kind = TCF_ITEM_FREE;
+                items[i].ptr = e->u.m.ptr;
+            } else if (e->kind == TCF_EV_ALLOC) {
+                items[i].kind = TCF_ITEM_ALLOC;
+                items[i].ptr = e->u.m.ptr;
+                items[i].size = e->u.m.size;
+            } else {
+                items[i].kind = TCF_ITEM_OPAQUE;
+            }
+        }
+        planned = tcf_fuser_plan(items, n, plan) == 0;
+    }
+
+    /* Which groups run fused: those whose kernel is ready in this context. */
+    CUfunction fn[TCF_FUSER_MAX_GROUPS] = { 0 };
+    if (planned)
+        for (uint16_t g = 0; g < plan->ngroups; g++)
+            fn[g] = tcf_fkern_get(&plan->groups[g], w, ev_of, (CUcontext)(uintptr_t)w->ctx);
+
+    /* Frees inside a fused group's span wait for its kernel. */
+    uint32_t pending[64], npending = 0;
+    for (uint32_t i = 0; i < w->nev - from; i++) {
+        tcf_event_t *e = &w->ev[from + i];
+        if (!e->held)
+            continue;
+        int grp = planned && i < n && e->kind == TCF_EV_LAUNCH ? plan->item_group[i] : -1;
+        if (grp >= 0 && fn[grp]) {
+            const tcf_fgroup_t *G = &plan->groups[grp];
+            if (i == G->last) {
+                tcf_fused_args_t args = G->args;
+                void *kp[1] = { &args };
+                CUresult rc = tcf_drv.launch_kernel(fn[grp], tcf_codegen_grid(&G->g, G->n), 1, 1,
+                                                    TCF_FUSED_BLOCK, 1, 1, 0,
+                                                    (CUstream)(uintptr_t)e->stream, kp, NULL);
+                if (rc == CUDA_SUCCESS) {
+                    atomic_fetch_add(&tcf_ctr.groups_fused, 1);
+                    atomic_fetch_add(&tcf_ctr.launches_removed, G->nitems - 1u);
+                    atomic_fetch_add(&tcf_ctr.stores_dropped, G->stores_dropped);
+                    atomic_fetch_add(&tcf_ctr.bytes_avoided, G->bytes_avoided);
+                } else {
+                    /* The generated kernel would not launch: eager's launches instead. */
+                    atomic_fetch_add(&tcf_ctr.fused_failed, 1);
+                    for (uint8_t j = 0; j < G->nitems; j++)
+                        tcf_issue_original(w, &w->ev[from + G->items[j]]);
+                }
+                for (uint32_t p = 0; p < npending; p++)
+                    tcf_issue_free(&w->ev[pending[p]]);
+                npending = 0;
+            }
+            e->held = 0;
+            continue;
+        }
+        if (e->kind == TCF_EV_LAUNCH) {
+            tcf_issue_original(w, e);
+        } else if (e->kind == TCF_EV_FREE) {
+            int inside = 0;
+            for (uint16_t g = 0; planned && g < plan->ngroups && i < n; g++)
+                if (fn[g] && plan->groups[g].first < i && plan->groups[g].last > i)
+                    inside = 1;
+            if (inside && npending < 64)
+                pending[npending++] = from + i;
+            else
+                tcf_issue_free(e);
+        }
+        e->held = 0;
+    }
+    for (uint32_t p = 0; p < npending; p++)
+        tcf_issue_free(&w->ev[pending[p]]);
+    w->nheld = 0;
+    w->exec_from = w->nev;
+    free(items);
+    free(ev_of);
+    free(plan);
+    if (switched)
+        tcf_drv.ctx_set_current(cur);
+}
+
+void tcf_fuse_init(void)
+{
+    if (!tcf_cfg.fusion || !tcf_drv.launch_kernel || !tcf_drv.mem_free_async) {
+        tcf_log(TCF_LOG_INFO, "fuse mode: %s; nothing is held",
+                tcf_cfg.fusion ? "the driver lacks an entry point" : "TCFUSE_FUSION=0");
+        return;
+    }
+    tcf_holding = 1;
+}
+
+/* At exit. The order of exit handlers is not ours to choose, and cudart and PyTorch may
+ * already have torn the context down: no thread of ours may touch the driver from here on.
+ * Held work is dropped, not issued: nothing can observe it any more. */
+void tcf_fuse_stop(void)
+{
+    atomic_store(&tcf_stopping, 1);
+    tcf_holding = 0;
+    tcf_fkern_stop();
+    unsigned n = tcf_window_count();
+    for (unsigned i = 0; i < n; i++) {
+        tcf_window_t *w = tcf_window_at(i);
+        pthread_mutex_lock(&w->lock);
+        if (w->nheld) {
+            atomic_fetch_add(&tcf_ctr.dropped_at_exit, w->nheld);
+            for (uint32_t j = w->exec_from; j < w->nev; j++)
+                w->ev[j].held = 0;
+            w->nheld = 0;
+            w->exec_from = w->nev;
+        }
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+
+void tcf_fuse_refusals(char *line, size_t cap);
+void tcf_fuse_refusals(char *line, size_t cap)
+{
+    size_t len = 0;
+    line[0] = '\0';
+    for (int s = 1; s < TCF_DECODE_NSTATUS && len < cap; s++) {
+        unsigned long c = atomic_load(&tcf_refused[s]);
+        if (c)
+            len += (size_t)snprintf(line + len, cap - len, "%s%s %lu", len ? ", " : "",
+                                    tcf_decode_reason((tcf_decode_status_t)s), c);
+    }
+}

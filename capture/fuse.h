@@ -1,0 +1,43 @@
+/* Fuse mode's kernel table and background worker (capture/fuse_kernels.c), and bitwise
+ * verification of a generated kernel against the launches it replaces (fuse_verify.c).
+ * Private to capture/. */
+#ifndef TCF_FUSE_H
+#define TCF_FUSE_H
+
+#include "capture/internal.h"
+#include "fuser/fuser.h"
+
+/* One launch a group replaces, kept so that the worker can re-run it on scratch memory. */
+typedef struct {
+    CUfunction f;
+    uint32_t   grid[3], block[3], smem;
+    uint32_t   nparams, pbytes;
+    uint32_t   off[8], size[8];   /* PyTorch's elementwise loops have at most 7 parameters */
+    uint8_t    params[512];
+    tcf_op_t   op;
+} tcf_orig_t;
+
+typedef struct {
+    CUcontext        ctx;
+    tcf_group_t      g;
+    tcf_fused_args_t args;        /* as bound for the window that asked */
+    uint64_t         n;
+    uint32_t         norig;
+    tcf_orig_t       orig[TCF_GROUP_MAX_OPS];
+} tcf_fjob_t;
+
+/* The generated kernel for group G of a window, in context ctx: returns it when compiled
+ * and verified; otherwise NULL, and (the first time) queues its compile and verification,
+ * or loads it from the disk cache. Never blocks on a compile. */
+CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of_item,
+                         CUcontext ctx);
+
+/* Stops the worker (at exit): waits for the job in hand, drops the rest. */
+void tcf_fkern_stop(void);
+
+/* Runs the job's original launches and the generated kernel on scratch buffers filled with
+ * edge values and compares every stored buffer bitwise. 0 equal, 1 different, -1 could not
+ * verify (why says why). Called by the worker, with ctx current. */
+int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *why, size_t cap);
+
+#endif

@@ -1,0 +1,331 @@
+/* Generated kernels of fuse mode: a table keyed by the hash of the generated source (the
+ * source depends on structure only, see codegen.h), filled by one background worker that
+ * compiles with NVRTC, loads, and verifies each kernel bitwise against the launches it
+ * replaces before anything uses it. The application never waits for a compile: until an
+ * entry is ready its windows run as issued. A kernel already compiled and verified by an
+ * earlier process is loaded from the disk cache on first sight, in the asking thread.
+ * Failures mark the entry bad for the process, under a named reason. */
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "cache/cache.h"
+#include "capture/decode.h"
+#include "capture/fuse.h"
+
+enum { TCF_FK_PENDING = 0, TCF_FK_READY, TCF_FK_BAD };
+
+typedef struct tcf_fkern {
+    uint64_t          hash;
+    atomic_int        state;
+    CUcontext         ctx;
+    CUfunction        fn;
+    char             *src;
+    tcf_fjob_t       *job;        /* until the worker takes it */
+    struct tcf_fkern *next;       /* bucket chain */
+    struct tcf_fkern *qnext;      /* work queue */
+} tcf_fkern_t;
+
+#define TCF_FK_BUCKETS 1024
+#define TCF_FK_MAX 4096           /* kernels per process; past it nothing new is fused */
+#define TCF_SRC_MAX (64 * 1024)
+
+static tcf_fkern_t *tcf_fk[TCF_FK_BUCKETS];
+static unsigned tcf_nfk;
+static pthread_mutex_t tcf_fk_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tcf_fk_cond = PTHREAD_COND_INITIALIZER;
+static tcf_fkern_t *tcf_q_head, *tcf_q_tail;
+static int tcf_worker_started, tcf_worker_stop;
+static pthread_t tcf_worker;
+
+/* Named outcomes, printed with the stats. */
+#define TCF_FK_COUNTERS(X) X(compiled) X(disk_hits) X(verified) X(verify_mismatch) \
+    X(verify_unable) X(compile_failed) X(load_failed) X(codegen_failed) X(other_context) \
+    X(table_full)
+static struct {
+#define TCF_FK_FIELD(n) atomic_ulong n;
+    TCF_FK_COUNTERS(TCF_FK_FIELD)
+} tcf_fkc;
+
+static int tcf_arch_of(CUcontext ctx)
+{
+    CUdevice dev;
+    int major = 0, minor = 0;
+    (void)ctx;
+    if (!tcf_drv.ctx_get_device || !tcf_drv.device_get_attribute ||
+        tcf_drv.ctx_get_device(&dev) != CUDA_SUCCESS ||
+        tcf_drv.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) ||
+        tcf_drv.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+        return 0;
+    return major * 10 + minor;
+}
+
+static int tcf_nvrtc_ready(void)
+{
+    static int state;  /* 0 untried, 1 ok, -1 absent (said once) */
+    if (!state) {
+        char err[256];
+        state = tcf_nvrtc_open(tcf_cfg.nvrtc[0] ? tcf_cfg.nvrtc : NULL, err, sizeof err) == 0 ? 1 : -1;
+        if (state < 0)
+            tcf_log(TCF_LOG_WARN, "fuse mode: no NVRTC (%s): nothing will be fused", err);
+    }
+    return state > 0;
+}
+
+static int tcf_cache_ready(void)
+{
+    static int state;
+    if (!state)
+        state = tcf_cache_open(tcf_cfg.cache_dir[0] ? tcf_cfg.cache_dir : NULL) == 0 ? 1 : -1;
+    return state > 0;
+}
+
+static CUfunction tcf_load(const void *cubin, CUfunction *fn)
+{
+    CUmodule mod;
+    if (tcf_drv.module_load_data(&mod, cubin) != CUDA_SUCCESS ||
+        tcf_drv.module_get_function(fn, mod, TCF_FUSED_KERNEL) != CUDA_SUCCESS)
+        return NULL;
+    return *fn;
+}
+
+/* The disk cache knows this source as compiled and verified: load it now. */
+static int tcf_from_disk(tcf_fkern_t *e, int arch)
+{
+    if (!tcf_nvrtc_ready() || !tcf_cache_ready())
+        return 0;
+    void *v = NULL, *cubin = NULL;
+    size_t vlen = 0, clen = 0;
+    uint64_t vk = tcf_cache_key(TCF_CACHE_VERDICT, e->src, tcf_nvrtc_version(), arch);
+    uint64_t ck = tcf_cache_key(TCF_CACHE_CUBIN, e->src, tcf_nvrtc_version(), arch);
+    int ok = tcf_cache_get(vk, TCF_CACHE_VERDICT, &v, &vlen) == 0 && vlen == 2 &&
+             !memcmp(v, "ok", 2) && tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0 &&
+             tcf_load(cubin, &e->fn);
+    free(v);
+    free(cubin);
+    if (ok)
+        atomic_fetch_add(&tcf_fkc.disk_hits, 1);
+    return ok;
+}
+
+static void tcf_work(tcf_fkern_t *e)
+{
+    tcf_fjob_t *job = e->job;
+    int state = TCF_FK_BAD;
+    void *cubin = NULL;
+    size_t clen = 0;
+    char log[2048];
+    CUstream s = NULL;
+    if (tcf_drv.ctx_set_current(job->ctx) != CUDA_SUCCESS || !tcf_nvrtc_ready())
+        goto out;
+    int arch = tcf_arch_of(job->ctx);
+    uint64_t ck = tcf_cache_key(TCF_CACHE_CUBIN, e->src, tcf_nvrtc_version(), arch);
+    if (!(tcf_cache_ready() && tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0)) {
+        if (!arch || tcf_nvrtc_compile(e->src, arch, &cubin, &clen, log, sizeof log) != 0) {
+            atomic_fetch_add(&tcf_fkc.compile_failed, 1);
+            tcf_log(TCF_LOG_INFO, "fuse: compile failed: %.300s", log);
+            goto out;
+        }
+        atomic_fetch_add(&tcf_fkc.compiled, 1);
+        if (tcf_cache_ready())
+            tcf_cache_put(ck, TCF_CACHE_CUBIN, cubin, clen);
+    }
+    if (!tcf_load(cubin, &e->fn)) {
+        atomic_fetch_add(&tcf_fkc.load_failed, 1);
+        goto out;
+    }
+    if (tcf_drv.stream_create(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        atomic_fetch_add(&tcf_fkc.verify_unable, 1);
+        goto out;
+    }
+    char why[200] = "";
+    int v = tcf_fuse_verify(job, e->fn, s, why, sizeof why);
+    if (v == 0) {
+        state = TCF_FK_READY;
+        atomic_fetch_add(&tcf_fkc.verified, 1);
+        if (tcf_cache_ready())
+            tcf_cache_put(tcf_cache_key(TCF_CACHE_VERDICT, e->src, tcf_nvrtc_version(), arch),
+                          TCF_CACHE_VERDICT, "ok", 2);
+    } else {
+        atomic_fetch_add(v > 0 ? &tcf_fkc.verify_mismatch : &tcf_fkc.verify_unable, 1);
+        char ops[256];
+        size_t len = 0;
+        ops[0] = '\0';
+        for (uint8_t k = 0; k < job->g.nops && len < sizeof ops; k++)
+            len += (size_t)snprintf(ops + len, sizeof ops - len, "%s%s/%s", k ? " " : "",
+                                    tcf_decode_kind_name(job->g.ops[k].kind),
+                                    tcf_decode_dtype_name(job->g.ops[k].out_dt));
+        tcf_log(TCF_LOG_INFO, "fuse: a generated kernel was not used (%s; vec %u): %s", ops,
+                job->g.vec, why);
+    }
+out:
+    if (s)
+        tcf_drv.stream_destroy(s);
+    free(cubin);
+    free(job);
+    e->job = NULL;
+    atomic_store_explicit(&e->state, state, memory_order_release);
+}
+
+static void *tcf_worker_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&tcf_fk_lock);
+        while (!tcf_q_head && !tcf_worker_stop)
+            pthread_cond_wait(&tcf_fk_cond, &tcf_fk_lock);
+        if (tcf_worker_stop) {
+            pthread_mutex_unlock(&tcf_fk_lock);
+            return NULL;
+        }
+        tcf_fkern_t *e = tcf_q_head;
+        tcf_q_head = e->qnext;
+        if (!tcf_q_head)
+            tcf_q_tail = NULL;
+        pthread_mutex_unlock(&tcf_fk_lock);
+        tcf_work(e);
+    }
+    return NULL;
+}
+
+static tcf_fjob_t *tcf_job_of(const tcf_fgroup_t *G, const tcf_window_t *w,
+                              const uint16_t *ev_of, CUcontext ctx)
+{
+    tcf_fjob_t *job = calloc(1, sizeof *job);
+    if (!job)
+        return NULL;
+    job->ctx = ctx, job->g = G->g, job->args = G->args, job->n = G->n;
+    for (uint8_t j = 0; j < G->nitems; j++) {
+        const tcf_event_t *ev = &w->ev[ev_of[G->items[j]]];
+        const tcf_kernel_t *k = ev->u.l.k;
+        tcf_orig_t *o = &job->orig[job->norig++];
+        o->f = (CUfunction)(uintptr_t)k->handle;
+        memcpy(o->grid, ev->u.l.grid, sizeof o->grid);
+        memcpy(o->block, ev->u.l.block, sizeof o->block);
+        o->smem = ev->u.l.smem;
+        o->nparams = k->nparams;
+        o->pbytes = ev->u.l.pbytes;
+        memcpy(o->off, k->off, k->nparams * sizeof *o->off);
+        memcpy(o->size, k->size, k->nparams * sizeof *o->size);
+        memcpy(o->params, w->arena + ev->u.l.poff, ev->u.l.pbytes);
+        o->op = w->ops[ev_of[G->items[j]]];
+    }
+    return job;
+}
+
+CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of,
+                         CUcontext ctx)
+{
+    static _Thread_local char *src;
+    if (!src && !(src = malloc(TCF_SRC_MAX)))
+        return NULL;
+    int len = tcf_codegen_source(&G->g, src, TCF_SRC_MAX);
+    if (len < 0) {
+        atomic_fetch_add(&tcf_fkc.codegen_failed, 1);
+        return NULL;
+    }
+    uint64_t h = XXH3_64bits(src, (size_t)len);
+    pthread_mutex_lock(&tcf_fk_lock);
+    tcf_fkern_t *e = tcf_fk[h % TCF_FK_BUCKETS];
+    while (e && e->hash != h)
+        e = e->next;
+    if (e) {
+        CUfunction fn = NULL;
+        if (atomic_load_explicit(&e->state, memory_order_acquire) == TCF_FK_READY) {
+            if (e->ctx == ctx)
+                fn = e->fn;
+            else
+                atomic_fetch_add(&tcf_fkc.other_context, 1);
+        }
+        pthread_mutex_unlock(&tcf_fk_lock);
+        return fn;
+    }
+    if (tcf_nfk >= TCF_FK_MAX || !(e = calloc(1, sizeof *e)) || !(e->src = strdup(src))) {
+        if (e)
+            free(e);
+        atomic_fetch_add(&tcf_fkc.table_full, 1);
+        pthread_mutex_unlock(&tcf_fk_lock);
+        return NULL;
+    }
+    e->hash = h, e->ctx = ctx;
+    e->next = tcf_fk[h % TCF_FK_BUCKETS];
+    tcf_fk[h % TCF_FK_BUCKETS] = e;
+    tcf_nfk++;
+    pthread_mutex_unlock(&tcf_fk_lock);
+
+    /* Seen before, by an earlier process: no compile, no verification, usable now. */
+    int arch = tcf_arch_of(ctx);
+    if (arch && tcf_from_disk(e, arch)) {
+        atomic_store_explicit(&e->state, TCF_FK_READY, memory_order_release);
+        return e->fn;
+    }
+    e->job = tcf_job_of(G, w, ev_of, ctx);
+    if (!e->job) {
+        atomic_store(&e->state, TCF_FK_BAD);
+        return NULL;
+    }
+    pthread_mutex_lock(&tcf_fk_lock);
+    if (tcf_q_tail)
+        tcf_q_tail->qnext = e;
+    else
+        tcf_q_head = e;
+    tcf_q_tail = e;
+    if (!tcf_worker_started && !tcf_worker_stop &&
+        pthread_create(&tcf_worker, NULL, tcf_worker_main, NULL) == 0)
+        tcf_worker_started = 1;
+    pthread_cond_signal(&tcf_fk_cond);
+    pthread_mutex_unlock(&tcf_fk_lock);
+    return NULL;
+}
+
+/* At exit: the driver and the application's libraries are torn down after us, so the
+ * worker must not be inside a driver call then. Waits for the job in hand (a compile is
+ * at most a second or so); queued jobs are dropped. */
+void tcf_fkern_stop(void)
+{
+    pthread_mutex_lock(&tcf_fk_lock);
+    tcf_worker_stop = 1;
+    int started = tcf_worker_started;
+    pthread_cond_broadcast(&tcf_fk_cond);
+    pthread_mutex_unlock(&tcf_fk_lock);
+    if (started)
+        pthread_join(tcf_worker, NULL);
+}
+
+void tcf_fuse_refusals(char *line, size_t cap);
+
+void tcf_fuse_stats_print(void)
+{
+    tcf_out("  held          %llu launches, %llu frees; %llu flushes",
+            (unsigned long long)atomic_load(&tcf_ctr.held),
+            (unsigned long long)atomic_load(&tcf_ctr.held_frees),
+            (unsigned long long)atomic_load(&tcf_ctr.flushes));
+    tcf_out("  fused         %llu groups; %llu launches removed, %llu stores dropped, "
+            "%llu MiB of traffic avoided",
+            (unsigned long long)atomic_load(&tcf_ctr.groups_fused),
+            (unsigned long long)atomic_load(&tcf_ctr.launches_removed),
+            (unsigned long long)atomic_load(&tcf_ctr.stores_dropped),
+            (unsigned long long)(atomic_load(&tcf_ctr.bytes_avoided) >> 20));
+    tcf_out("  kernels       %u generated: %lu compiled, %lu from the disk cache, %lu verified",
+            tcf_nfk, atomic_load(&tcf_fkc.compiled), atomic_load(&tcf_fkc.disk_hits),
+            atomic_load(&tcf_fkc.verified));
+    char line[512];
+    size_t len = 0;
+    line[0] = '\0';
+#define TCF_FK_PRINT(nm)                                                                   \
+    if (atomic_load(&tcf_fkc.nm) && strcmp(#nm, "compiled") && strcmp(#nm, "disk_hits") && \
+        strcmp(#nm, "verified") && len < sizeof line)                                      \
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %lu", len ? ", " : "", \
+                                #nm, atomic_load(&tcf_fkc.nm));
+    TCF_FK_COUNTERS(TCF_FK_PRINT)
+    unsigned long long hf = atomic_load(&tcf_ctr.held_failed), ff = atomic_load(&tcf_ctr.fused_failed);
+    if (hf && len < sizeof line)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%sheld_failed %llu", len ? ", " : "", hf);
+    if (ff && len < sizeof line)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%sfused_failed %llu", len ? ", " : "", ff);
+    tcf_out("  fallbacks     %s", len ? line : "none");
+    tcf_fuse_refusals(line, sizeof line);
+    tcf_out("  not held      %s", line[0] ? line : "none");
+}
