@@ -100,16 +100,8 @@ int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     tcf_event_t *e = tcf_window_append(w, now, bytes);
     if (e && w->ops) {
         uint32_t idx = (uint32_t)(e - w->ev);
-        e->kind = TCF_EV_LAUNCH;
-        e->via = TCF_VIA_LAUNCH;
-        e->held = 1;
-        e->rc = CUDA_SUCCESS;
-        e->stream = (uint64_t)(uintptr_t)stream;
-        e->u.l.k = k;
-        e->u.l.grid[0] = gx, e->u.l.grid[1] = gy, e->u.l.grid[2] = gz;
-        e->u.l.block[0] = bx, e->u.l.block[1] = by, e->u.l.block[2] = bz;
-        e->u.l.smem = smem;
-        e->u.l.poff = w->arena_len;
+        tcf_event_launch(e, TCF_VIA_LAUNCH, 1, CUDA_SUCCESS, stream, k, gx, gy, gz, bx, by, bz,
+                         smem, w->arena_len);
         e->u.l.pbytes = k->param_bytes;
         memcpy(w->arena + w->arena_len, buf, k->param_bytes);
         w->arena_len += bytes;

@@ -69,6 +69,9 @@ typedef struct {
 /* Window internals shared with fuse*.c (window.c). */
 tcf_window_t *tcf_window_for(CUstream stream, int ptds);
 tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes);
+void tcf_event_launch(tcf_event_t *e, tcf_via_t via, int held, CUresult rc, CUstream stream,
+                      tcf_kernel_t *k, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                      unsigned by, unsigned bz, unsigned smem, uint32_t poff);
 void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160], int nbt);
 unsigned tcf_window_count(void);
 tcf_window_t *tcf_window_at(unsigned i);

@@ -240,6 +240,27 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
     return e;
 }
 
+/* Fills every field of a launch event: events live in reused memory, and a stale `held`
+ * would make fuse mode issue an already-issued launch again. */
+void tcf_event_launch(tcf_event_t *e, tcf_via_t via, int held, CUresult rc, CUstream stream,
+                      tcf_kernel_t *k, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                      unsigned by, unsigned bz, unsigned smem, uint32_t poff)
+{
+    uint64_t t = e->t;
+    memset(e, 0, sizeof *e);
+    e->t = t;
+    e->kind = TCF_EV_LAUNCH;
+    e->via = (uint8_t)via;
+    e->held = (uint8_t)held;
+    e->rc = rc;
+    e->stream = (uint64_t)(uintptr_t)stream;
+    e->u.l.k = k;
+    e->u.l.grid[0] = gx, e->u.l.grid[1] = gy, e->u.l.grid[2] = gz;
+    e->u.l.block[0] = bx, e->u.l.block[1] = by, e->u.l.block[2] = bz;
+    e->u.l.smem = smem;
+    e->u.l.poff = poff;
+}
+
 /* Copies the launch's parameters into the window's arena, laid out as the kernel says.
  * Returns the byte count copied (0 when the layout is unknown). */
 static uint32_t tcf_copy_params(tcf_window_t *w, const tcf_kernel_t *k, void **params,
@@ -301,15 +322,7 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
     pthread_mutex_lock(&w->lock);
     tcf_event_t *e = tcf_window_append(w, now, bytes);
     if (e) {
-        e->kind = TCF_EV_LAUNCH;
-        e->via = (uint8_t)via;
-        e->rc = rc;
-        e->stream = (uint64_t)(uintptr_t)stream;
-        e->u.l.k = k;
-        e->u.l.grid[0] = gx, e->u.l.grid[1] = gy, e->u.l.grid[2] = gz;
-        e->u.l.block[0] = bx, e->u.l.block[1] = by, e->u.l.block[2] = bz;
-        e->u.l.smem = smem;
-        e->u.l.poff = w->arena_len;
+        tcf_event_launch(e, via, 0, rc, stream, k, gx, gy, gz, bx, by, bz, smem, w->arena_len);
         e->u.l.pbytes = need ? tcf_copy_params(w, k, params, extra, w->arena_len) : 0;
         /* Unknown: the layout was not available for an argument array, or an extra
          * buffer could not be read. A kernel with no parameters copies nothing. */
