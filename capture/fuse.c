@@ -111,6 +111,12 @@ int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
         atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&tcf_ctr.held, 1, memory_order_relaxed);
         taken = 1;
+        /* Exit handlers run in reverse order of registration: registered at the first
+         * held launch, after cudart's and PyTorch's, this one stops fuse mode before
+         * they tear the driver down. */
+        static atomic_int registered;
+        if (!atomic_exchange(&registered, 1))
+            atexit(tcf_fuse_stop);
         if (w->nlaunch >= (uint32_t)tcf_cfg.window_max)
             tcf_window_close_locked(w, "size-cap", NULL, 0);
     } else if (e) {

@@ -273,8 +273,12 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
         tcf_q_head = e;
     tcf_q_tail = e;
     if (!tcf_worker_started && !tcf_worker_stop &&
-        pthread_create(&tcf_worker, NULL, tcf_worker_main, NULL) == 0)
+        pthread_create(&tcf_worker, NULL, tcf_worker_main, NULL) == 0) {
         tcf_worker_started = 1;
+        /* Exit handlers run in reverse order of registration: registered now, long after
+         * cudart's and PyTorch's, this one runs before they tear the driver down. */
+        atexit(tcf_fuse_stop);
+    }
     pthread_cond_signal(&tcf_fk_cond);
     pthread_mutex_unlock(&tcf_fk_lock);
     return NULL;
@@ -288,6 +292,7 @@ void tcf_fkern_stop(void)
     pthread_mutex_lock(&tcf_fk_lock);
     tcf_worker_stop = 1;
     int started = tcf_worker_started;
+    tcf_worker_started = 0;  /* joined once, whoever stops first */
     pthread_cond_broadcast(&tcf_fk_cond);
     pthread_mutex_unlock(&tcf_fk_lock);
     if (started)
