@@ -15,15 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "codegen/internal.h"
 
-/* Defined in codegen/gen_math.c. */
-const char *tcf_codegen_prelude(void);
-const char *tcf_codegen_ctype(tcf_dtype_t d);
-int tcf_codegen_cvt(char *out, size_t cap, tcf_dtype_t from, tcf_dtype_t to, const char *e);
-int tcf_codegen_op_check(const tcf_gop_t *op);
-tcf_dtype_t tcf_codegen_arg_dt(const tcf_gop_t *op, unsigned i);
-int tcf_codegen_op_func(char *out, size_t cap, const tcf_gop_t *op, unsigned k);
 
 /* Bump when the generated text's meaning changes: it is part of every cache key. */
 #define TCF_CODEGEN_VERSION 1

@@ -17,16 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "codegen/internal.h"
 
-/* Shared with codegen/gen.c (declared again there; no internal header on purpose: the
- * folder's only headers are the module's public ones). */
-const char *tcf_codegen_prelude(void);
-const char *tcf_codegen_ctype(tcf_dtype_t d);
-int tcf_codegen_cvt(char *out, size_t cap, tcf_dtype_t from, tcf_dtype_t to, const char *e);
-int tcf_codegen_op_check(const tcf_gop_t *op);
-tcf_dtype_t tcf_codegen_arg_dt(const tcf_gop_t *op, unsigned i);
-int tcf_codegen_op_func(char *out, size_t cap, const tcf_gop_t *op, unsigned k);
 
 const char *tcf_codegen_prelude(void)
 {
