@@ -61,8 +61,9 @@ uint32_t tcf_codegen_grid(const tcf_group_t *g, uint64_t n);
 
 /* --- NVRTC, found at run time -------------------------------------------------------- */
 /* Finds libnvrtc: an override path (TCFUSE_NVRTC) if given, else one the process already
- * loaded, else libnvrtc.so.13 / .12 / libnvrtc.so from the library path. 0 or -1 (err says
- * why). Thread-safe; the first success sticks. */
+ * loaded, else libnvrtc.so.13 / .12 / libnvrtc.so from the library path, each loaded into a
+ * link-map namespace of its own (nvrtc.c says why). 0 or -1 (err says why). Thread-safe;
+ * the first success sticks. */
 int tcf_nvrtc_open(const char *override_path, char *err, size_t errcap);
 /* "13.0" etc.; "" before a successful open. */
 const char *tcf_nvrtc_version(void);
