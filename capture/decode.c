@@ -263,14 +263,14 @@ static uint64_t tcf_decode_layout(const tcf_decode_launch_t *l, const tcf_decode
     return end;
 }
 
-tcf_decode_status_t tcf_decode_launch(const tcf_decode_launch_t *l, tcf_op_t *op)
+tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_kernel_t *dk)
 {
     tcf_decode_name_t nm;
     tcf_decode_status_t st;
-    if (!op)
+    if (!dk)
         return TCF_DECODE_BAD_ARGS;
-    memset(op, 0, sizeof *op);
-    if (!l || !l->name || (l->nparams && (!l->off || !l->size)) || (l->params_len && !l->params))
+    memset(dk, 0, sizeof *dk);
+    if (!l || !l->name || (l->nparams && (!l->off || !l->size)))
         return TCF_DECODE_BAD_ARGS;
     if ((st = tcf_decode_name(l->name, &nm)) != TCF_DECODE_OK)
         return st;
@@ -288,27 +288,44 @@ tcf_decode_status_t tcf_decode_launch(const tcf_decode_launch_t *l, tcf_op_t *op
     /* where each scalar sits, hence how big the functor must be: a struct of <= 4-byte
      * members is its fields rounded up to 4; nvcc's closures hold more than they capture
      * (pow's empty lambdas are 8 bytes), so those are only bounded */
-    uint32_t off[2] = { 0, 0 }, sz[2] = { 0, 0 };
     uint32_t fmin = r->moff >= 0 ? (uint32_t)r->moff + 4 : 1;
     for (int i = 0; i < 2 && r->s[i].ty; i++) {
-        sz[i] = r->s[i].ty == TCF_SC_OPMATH ? 4 : tcf_decode_dtsize(t);
-        off[i] = (r->s[i].after + sz[i] - 1) / sz[i] * sz[i];
-        fmin = off[i] + sz[i] > fmin ? off[i] + sz[i] : fmin;
+        dk->ssz[i] = r->s[i].ty == TCF_SC_OPMATH ? 4 : tcf_decode_dtsize(t);
+        dk->soff[i] = (r->s[i].after + dk->ssz[i] - 1) / dk->ssz[i] * dk->ssz[i];
+        fmin = dk->soff[i] + dk->ssz[i] > fmin ? dk->soff[i] + dk->ssz[i] : fmin;
     }
     uint64_t span = tcf_decode_layout(l, &nm, r->nin, fmin, r->lam ? 64 : (fmin + 3) / 4 * 4);
     if (!span)
         return TCF_DECODE_BAD_LAYOUT;
-    if (span > l->params_len)
+    dk->rule = r, dk->t = t, dk->loop = (uint8_t)nm.loop, dk->vec = (uint8_t)nm.vec;
+    dk->ncast = (uint8_t)nm.ncast, dk->span = span;
+    dk->foff = l->off[1], dk->doff = l->off[2];
+    dk->loff = nm.ncast ? l->off[5] : 0, dk->stoff = nm.ncast ? l->off[6] : 0;
+    return TCF_DECODE_OK;
+}
+
+tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_t *p,
+                                     uint32_t params_len, const uint32_t grid[3],
+                                     const uint32_t block[3], tcf_op_t *op)
+{
+    if (!op)
+        return TCF_DECODE_BAD_ARGS;
+    memset(op, 0, sizeof *op);
+    const tcf_decode_rule_t *r = dk ? dk->rule : NULL;
+    if (!r || (params_len && !p) || !grid || !block)
+        return TCF_DECODE_BAD_ARGS;
+    if (dk->span > params_len)
         return TCF_DECODE_TRUNCATED;
-    if (l->block[0] != 128 || l->block[1] != 1 || l->block[2] != 1 || !l->grid[0] ||
-        l->grid[1] != 1 || l->grid[2] != 1)
+    if (block[0] != 128 || block[1] != 1 || block[2] != 1 || !grid[0] || grid[1] != 1 ||
+        grid[2] != 1)
         return TCF_DECODE_BAD_LAUNCH;       /* num_threads() is 128 (thread_constants.h) */
 
-    const uint8_t *p = l->params, *f = p + l->off[1], *data = p + l->off[2];
+    const uint8_t *f = p + dk->foff, *data = p + dk->doff;
+    tcf_dtype_t t = dk->t;
     int32_t n = (int32_t)tcf_decode_rd(p, 4);
     if (n <= 0)
         return TCF_DECODE_BAD_VALUE;
-    *op = (tcf_op_t){ .kind = r->kind, .rule = r->rule, .loop = nm.loop, .vec = (uint8_t)nm.vec,
+    *op = (tcf_op_t){ .kind = r->kind, .rule = r->rule, .loop = dk->loop, .vec = dk->vec,
                       .nin = r->nin, .sarg = r->sarg, .n = (uint32_t)n, .compute_dt = t,
                       .out = tcf_decode_rd(data, 8) };
     op->res_dt = op->out_dt = r->out == TCF_OUT_BOOL ? TCF_DT_BOOL
@@ -318,9 +335,9 @@ tcf_decode_status_t tcf_decode_launch(const tcf_decode_launch_t *l, tcf_op_t *op
         op->in[i] = tcf_decode_rd(data + 8 * (i + 1), 8);
         op->in_dt[i] = i == 0 && r->in0 == TCF_IN_BOOL ? TCF_DT_BOOL : t;
     }
-    for (unsigned i = 0; nm.ncast && i <= r->nin; i++) {  /* memory dtypes: loader, storer */
-        const uint8_t *code = i < r->nin ? p + l->off[5] + i : p + l->off[6];
-        uint64_t esz = tcf_decode_rd(i < r->nin ? p + l->off[5] + 4 + 4 * i : code + 4, 4);
+    for (unsigned i = 0; dk->ncast && i <= r->nin; i++) {  /* memory dtypes: loader, storer */
+        const uint8_t *code = i < r->nin ? p + dk->loff + i : p + dk->stoff;
+        uint64_t esz = tcf_decode_rd(i < r->nin ? p + dk->loff + 4 + 4 * i : code + 4, 4);
         tcf_dtype_t d = tcf_decode_scalar_type(*code);
         if (!d || esz != tcf_decode_dtsize(d))
             return tcf_decode_fail(op, d ? TCF_DECODE_BAD_VALUE : TCF_DECODE_UNSUPPORTED_DTYPE);
@@ -329,7 +346,7 @@ tcf_decode_status_t tcf_decode_launch(const tcf_decode_launch_t *l, tcf_op_t *op
     for (int i = 0; i < 2 && r->s[i].ty; i++) {
         tcf_scalar_t *sc = &op->s[op->nscalar++];
         sc->dt = r->s[i].ty == TCF_SC_OPMATH ? TCF_DT_F32 : t;
-        sc->bits = (uint32_t)tcf_decode_rd(f + off[i], sz[i]);
+        sc->bits = (uint32_t)tcf_decode_rd(f + dk->soff[i], dk->ssz[i]);
         sc->f = tcf_decode_widen(sc->dt, sc->bits);
     }
     int32_t m = r->moff >= 0 ? (int32_t)tcf_decode_rd(f + r->moff, 4) : 0;
@@ -337,6 +354,20 @@ tcf_decode_status_t tcf_decode_launch(const tcf_decode_launch_t *l, tcf_op_t *op
         return tcf_decode_fail(op, TCF_DECODE_BAD_VALUE);
     op->mode = (uint8_t)(r->mbase + m);
     return TCF_DECODE_OK;
+}
+
+tcf_decode_status_t tcf_decode_launch(const tcf_decode_launch_t *l, tcf_op_t *op)
+{
+    tcf_decode_kernel_t dk;
+    tcf_decode_status_t st;
+    if (!op)
+        return TCF_DECODE_BAD_ARGS;
+    memset(op, 0, sizeof *op);
+    if (l && l->params_len && !l->params)
+        return TCF_DECODE_BAD_ARGS;
+    if ((st = tcf_decode_kernel(l, &dk)) != TCF_DECODE_OK)
+        return st;
+    return tcf_decode_apply(&dk, l->params, l->params_len, l->grid, l->block, op);
 }
 
 const char *tcf_decode_reason(tcf_decode_status_t s)

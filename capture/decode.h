@@ -55,8 +55,29 @@ typedef struct {
 } tcf_decode_launch_t;
 
 /* Fills *op (zeroed first) and returns TCF_DECODE_OK, or a reason; *op is meaningful only
- * on OK. Never reads outside name's string, the off/size arrays or params_len bytes. */
+ * on OK. Never reads outside name's string, the off/size arrays or params_len bytes.
+ * The same as tcf_decode_kernel then tcf_decode_apply. */
 tcf_decode_status_t tcf_decode_launch(const tcf_decode_launch_t *l, tcf_op_t *op);
+
+/* The two halves, for a caller that sees one kernel many times (capture/ keeps the first
+ * half per kernel): what the name and the parameter layout say, which never changes for a
+ * kernel, and what one launch's bytes and shape say. tcf_decode_kernel reads l's name,
+ * nparams, off and size only; its refusals hold for every launch of the kernel. Those of
+ * tcf_decode_apply (TRUNCATED, BAD_LAUNCH, BAD_VALUE, UNSUPPORTED_DTYPE of a cast) are one
+ * launch's. */
+typedef struct {
+    const void *rule;            /* the decode_rules.def row; NULL: not decodable */
+    tcf_dtype_t t;               /* the functor's T */
+    uint8_t     loop, vec, ncast;
+    uint32_t    soff[2], ssz[2]; /* scalars inside the functor */
+    uint32_t    foff, doff, loff, stoff; /* functor, data[], loader, storer offsets */
+    uint64_t    span;            /* parameter bytes the layout spans */
+} tcf_decode_kernel_t;
+
+tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_kernel_t *dk);
+tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_t *params,
+                                     uint32_t params_len, const uint32_t grid[3],
+                                     const uint32_t block[3], tcf_op_t *op);
 
 /* Static strings; "?" for out-of-range values. */
 const char *tcf_decode_reason(tcf_decode_status_t s);

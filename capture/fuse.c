@@ -22,12 +22,6 @@
 static int tcf_holding;           /* fuse mode with fusion on */
 static atomic_int tcf_stopping;
 
-/* Name-derived refusals are the kernel's for good; the others depend on one launch. */
-static int tcf_permanent(tcf_decode_status_t s)
-{
-    return s != TCF_DECODE_TRUNCATED && s != TCF_DECODE_BAD_LAUNCH && s != TCF_DECODE_BAD_VALUE;
-}
-
 static atomic_ulong tcf_refused[TCF_DECODE_NSTATUS];
 
 /* Issues held work of every window but `except` (NULL: all). Windows are locked one at a
@@ -53,6 +47,29 @@ void tcf_capture_fuse_order(CUstream stream)
         tcf_flush_held(NULL, "other-work");
 }
 
+/* A kernel's first launch in fuse mode: decodes what its name and layout say, once, and
+ * says whether its launches may be held. A thread that finds another one decoding it
+ * issues its launch as is. */
+static int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
+{
+    int expect = TCF_FUSE_UNKNOWN;
+    if (extra || !params)  /* this launch's form, not the kernel's: decide next time */
+        return TCF_FUSE_UNKNOWN;
+    if (!atomic_compare_exchange_strong(&k->fuse_state, &expect, TCF_FUSE_DECODING))
+        return expect;
+    tcf_decode_status_t ds = TCF_DECODE_BAD_LAYOUT;
+    if (k->param_known && k->param_bytes <= sizeof ((tcf_orig_t *)0)->params && k->nparams <= 8) {
+        tcf_decode_launch_t dl = { .name = k->name, .nparams = k->nparams, .off = k->off,
+                                   .size = k->size };
+        ds = tcf_decode_kernel(&dl, &k->dk);
+    }
+    if (ds != TCF_DECODE_OK)
+        atomic_fetch_add(&tcf_refused[ds], 1);
+    int fs = ds == TCF_DECODE_OK ? TCF_FUSE_DECODABLE : TCF_FUSE_NEVER;
+    atomic_store_explicit(&k->fuse_state, fs, memory_order_release);
+    return fs;
+}
+
 int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned smem, CUstream stream,
                             void **params, void **extra)
@@ -60,11 +77,11 @@ int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     if (!tcf_holding)
         return 0;
     tcf_kernel_t *k = tcf_kernel_get(f);
-    if (atomic_load_explicit(&k->fuse_state, memory_order_relaxed) == TCF_FUSE_NEVER ||
-        extra || !params || !k->param_known || k->param_bytes > sizeof(((tcf_orig_t *)0)->params) ||
-        k->nparams > 8) {
-        if (!extra && params && k->param_known)
-            atomic_store(&k->fuse_state, TCF_FUSE_NEVER);
+    int fs = atomic_load_explicit(&k->fuse_state, memory_order_acquire);
+    if (fs == TCF_FUSE_UNKNOWN) {
+        fs = tcf_fuse_decode_kernel(k, extra, params);
+    }
+    if (fs != TCF_FUSE_DECODABLE || extra || !params) {
         tcf_flush_held(NULL, "other-work");
         return 0;
     }
@@ -73,19 +90,14 @@ int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     for (uint32_t i = 0; i < k->nparams; i++)
         if (params[i])
             memcpy(buf + k->off[i], params[i], k->size[i]);
-    tcf_decode_launch_t dl = { .name = k->name, .nparams = k->nparams, .off = k->off,
-                               .size = k->size, .params = buf, .params_len = k->param_bytes,
-                               .grid = { gx, gy, gz }, .block = { bx, by, bz } };
+    const uint32_t grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
     tcf_op_t op;
-    tcf_decode_status_t ds = tcf_decode_launch(&dl, &op);
+    tcf_decode_status_t ds = tcf_decode_apply(&k->dk, buf, k->param_bytes, grid, block, &op);
     if (ds != TCF_DECODE_OK) {
         atomic_fetch_add(&tcf_refused[ds], 1);
-        if (tcf_permanent(ds))
-            atomic_store(&k->fuse_state, TCF_FUSE_NEVER);
         tcf_flush_held(NULL, "other-work");
         return 0;
     }
-    atomic_store(&k->fuse_state, TCF_FUSE_DECODABLE);
     tcf_window_t *w = tcf_window_for(stream, 0);
     if (!w) {
         tcf_flush_held(NULL, "other-work");
@@ -181,6 +193,36 @@ static void tcf_issue_free(const tcf_event_t *e)
         atomic_fetch_add(&tcf_ctr.held_failed, 1);
 }
 
+/* What planning a flush needs, per thread that flushes, made on its first flush: a plan
+ * is large (tens of KiB) and flushes are frequent, so nothing is allocated per flush. */
+typedef struct {
+    tcf_item_t items[TCF_FUSER_MAX_ITEMS];
+    uint16_t   ev_of[TCF_FUSER_MAX_ITEMS];
+    tcf_plan_t plan;
+} tcf_exec_scratch_t;
+
+static pthread_key_t tcf_scratch_key;
+static pthread_once_t tcf_scratch_once = PTHREAD_ONCE_INIT;
+static int tcf_scratch_key_ok;
+
+static void tcf_scratch_key_make(void)
+{
+    tcf_scratch_key_ok = pthread_key_create(&tcf_scratch_key, free) == 0;
+}
+
+/* NULL when out of memory (the flush then issues everything as held). */
+static tcf_exec_scratch_t *tcf_exec_scratch(void)
+{
+    static _Thread_local tcf_exec_scratch_t *sc;
+    if (!sc) {
+        pthread_once(&tcf_scratch_once, tcf_scratch_key_make);
+        if (!tcf_scratch_key_ok || !(sc = malloc(sizeof *sc)))
+            return NULL;
+        pthread_setspecific(tcf_scratch_key, sc);  /* freed when the thread exits */
+    }
+    return sc;
+}
+
 void tcf_fuse_execute(tcf_window_t *w, const char *reason)
 {
     (void)reason;
@@ -196,11 +238,12 @@ void tcf_fuse_execute(tcf_window_t *w, const char *reason)
     uint32_t from = w->exec_from, n = w->nev - from;
     if (n > TCF_FUSER_MAX_ITEMS)
         n = 0;  /* cannot plan: everything goes out as issued below */
-    tcf_item_t *items = n ? calloc(n, sizeof *items) : NULL;
-    uint16_t *ev_of = n ? calloc(n, sizeof *ev_of) : NULL;
-    tcf_plan_t *plan = n && tcf_cfg.fusion ? malloc(sizeof *plan) : NULL;
+    tcf_exec_scratch_t *sc = n ? tcf_exec_scratch() : NULL;
+    tcf_item_t *items = sc ? sc->items : NULL;
+    uint16_t *ev_of = sc ? sc->ev_of : NULL;
+    tcf_plan_t *plan = sc ? &sc->plan : NULL;
     int planned = 0;
-    if (items && ev_of && plan) {
+    if (sc) {
         for (uint32_t i = 0; i < n; i++) {
             const tcf_event_t *e = &w->ev[from + i];
             ev_of[i] = (uint16_t)(from + i);
@@ -210,11 +253,13 @@ void tcf_fuse_execute(tcf_window_t *w, const char *reason)
             } else if (e->kind == TCF_EV_FREE && e->held) {
                 items[i].kind = TCF_ITEM_FREE;
                 items[i].ptr = e->u.m.ptr;
+                items[i].size = 0;
             } else if (e->kind == TCF_EV_ALLOC) {
                 items[i].kind = TCF_ITEM_ALLOC;
                 items[i].ptr = e->u.m.ptr;
                 items[i].size = e->u.m.size;
             } else {
+                memset(&items[i], 0, sizeof items[i]);
                 items[i].kind = TCF_ITEM_OPAQUE;
             }
         }
@@ -278,9 +323,6 @@ void tcf_fuse_execute(tcf_window_t *w, const char *reason)
         tcf_issue_free(&w->ev[pending[p]]);
     w->nheld = 0;
     w->exec_from = w->nev;
-    free(items);
-    free(ev_of);
-    free(plan);
     if (switched)
         tcf_drv.ctx_set_current(cur);
 }
@@ -290,6 +332,10 @@ void tcf_fuse_init(void)
     if (!tcf_cfg.fusion || !tcf_drv.launch_kernel || !tcf_drv.mem_free_async) {
         tcf_log(TCF_LOG_INFO, "fuse mode: %s; nothing is held",
                 tcf_cfg.fusion ? "the driver lacks an entry point" : "TCFUSE_FUSION=0");
+        return;
+    }
+    if (tcf_fkern_start() != 0) {
+        tcf_log(TCF_LOG_WARN, "fuse mode: no worker thread could be started; nothing is held");
         return;
     }
     tcf_holding = 1;

@@ -32,7 +32,11 @@ typedef struct {
 CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of_item,
                          CUcontext ctx);
 
-/* Stops the worker (at exit): waits for the job in hand, drops the rest. */
+/* Starts the worker, which opens NVRTC and the disk cache at once. 0, or -1 when no
+ * thread could be made (then nothing is fused). */
+int tcf_fkern_start(void);
+
+/* Stops the worker (at exit): waits for the job in hand, parks it, drops the rest. */
 void tcf_fkern_stop(void);
 
 /* Runs the job's original launches and the generated kernel on scratch buffers filled with

@@ -4,7 +4,17 @@
  * replaces before anything uses it. The application never waits for a compile: until an
  * entry is ready its windows run as issued. A kernel already compiled and verified by an
  * earlier process is loaded from the disk cache on first sight, in the asking thread.
- * Failures mark the entry bad for the process, under a named reason. */
+ * Failures mark the entry bad for the process, under a named reason.
+ *
+ * The worker's life: started when fuse mode starts (the process's first driver call, long
+ * before its first kernel), it opens NVRTC and the disk cache at once, so that the first
+ * window can already use the cache. Only the worker ever opens NVRTC, and it never exits:
+ * the thread that loads NVRTC's namespace (codegen/nvrtc.c) must not exit, or glibc
+ * corrupts its heap in that thread's exit (seen: "double free or corruption" in
+ * tcache_thread_shutdown). At exit it is parked, not joined, once it is out of any job:
+ * exit then ends it with the process. (So a program that ends its main thread with
+ * pthread_exit and waits for every other thread would wait for it too, as it would for
+ * any thread blocked for good.) */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,17 +38,31 @@ typedef struct tcf_fkern {
     struct tcf_fkern *qnext;      /* work queue */
 } tcf_fkern_t;
 
+/* Group structure -> kernel: spares a flush generating and hashing the source of a group it
+ * has seen before. A miss only costs that work (the entry is found by source). */
+typedef struct tcf_gmemo {
+    uint64_t          ghash;
+    tcf_group_t       g;
+    tcf_fkern_t      *e;
+    struct tcf_gmemo *next;
+} tcf_gmemo_t;
+
 #define TCF_FK_BUCKETS 1024
+#define TCF_GMEMO_MAX (4 * TCF_FK_MAX)
 #define TCF_FK_MAX 4096           /* kernels per process; past it nothing new is fused */
 #define TCF_SRC_MAX (64 * 1024)
 
 static tcf_fkern_t *tcf_fk[TCF_FK_BUCKETS];
 static unsigned tcf_nfk;
+static tcf_gmemo_t *tcf_gmemo[TCF_FK_BUCKETS];
+static unsigned tcf_ngmemo;
 static pthread_mutex_t tcf_fk_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tcf_fk_cond = PTHREAD_COND_INITIALIZER;
 static tcf_fkern_t *tcf_q_head, *tcf_q_tail;
-static int tcf_worker_started, tcf_worker_stop;
-static pthread_t tcf_worker;
+static pthread_cond_t tcf_fk_idle = PTHREAD_COND_INITIALIZER;
+static int tcf_worker_started, tcf_worker_stop, tcf_worker_busy;  /* under tcf_fk_lock */
+static atomic_int tcf_worker_warm;  /* NVRTC and the cache were opened (or found absent) */
+static atomic_int tcf_have_nvrtc, tcf_have_cache;
 
 /* Named outcomes, printed with the stats. */
 #define TCF_FK_COUNTERS(X) X(compiled) X(disk_hits) X(verified) X(verify_mismatch) \
@@ -62,24 +86,17 @@ static int tcf_arch_of(CUcontext ctx)
     return major * 10 + minor;
 }
 
-static int tcf_nvrtc_ready(void)
+/* The worker's first act. */
+static void tcf_worker_open(void)
 {
-    static int state;  /* 0 untried, 1 ok, -1 absent (said once) */
-    if (!state) {
-        char err[256];
-        state = tcf_nvrtc_open(tcf_cfg.nvrtc[0] ? tcf_cfg.nvrtc : NULL, err, sizeof err) == 0 ? 1 : -1;
-        if (state < 0)
-            tcf_log(TCF_LOG_WARN, "fuse mode: no NVRTC (%s): nothing will be fused", err);
-    }
-    return state > 0;
-}
-
-static int tcf_cache_ready(void)
-{
-    static int state;
-    if (!state)
-        state = tcf_cache_open(tcf_cfg.cache_dir[0] ? tcf_cfg.cache_dir : NULL) == 0 ? 1 : -1;
-    return state > 0;
+    char err[256];
+    if (tcf_nvrtc_open(tcf_cfg.nvrtc[0] ? tcf_cfg.nvrtc : NULL, err, sizeof err) == 0)
+        atomic_store(&tcf_have_nvrtc, 1);
+    else
+        tcf_log(TCF_LOG_WARN, "fuse mode: no NVRTC (%s): nothing will be fused", err);
+    if (tcf_cache_open(tcf_cfg.cache_dir[0] ? tcf_cfg.cache_dir : NULL) == 0)
+        atomic_store(&tcf_have_cache, 1);
+    atomic_store(&tcf_worker_warm, 1);
 }
 
 static CUfunction tcf_load(const void *cubin, CUfunction *fn)
@@ -91,19 +108,30 @@ static CUfunction tcf_load(const void *cubin, CUfunction *fn)
     return *fn;
 }
 
-/* The disk cache knows this source as compiled and verified: load it now. */
+/* Whether the disk cache holds this source's verdict as verified. */
+static int tcf_verdict_ok(const char *src, int arch)
+{
+    void *v = NULL;
+    size_t vlen = 0;
+    uint64_t vk = tcf_cache_key(TCF_CACHE_VERDICT, src, tcf_nvrtc_version(), arch);
+    int ok = tcf_cache_get(vk, TCF_CACHE_VERDICT, &v, &vlen) == 0 && vlen == 2 &&
+             !memcmp(v, "ok", 2);
+    free(v);
+    return ok;
+}
+
+/* The disk cache knows this source as compiled and verified: load it now. Until the worker
+ * has opened NVRTC (whose version is part of the key) and the cache, the worker looks. */
 static int tcf_from_disk(tcf_fkern_t *e, int arch)
 {
-    if (!tcf_nvrtc_ready() || !tcf_cache_ready())
+    if (!atomic_load(&tcf_worker_warm) || !atomic_load(&tcf_have_nvrtc) ||
+        !atomic_load(&tcf_have_cache))
         return 0;
-    void *v = NULL, *cubin = NULL;
-    size_t vlen = 0, clen = 0;
-    uint64_t vk = tcf_cache_key(TCF_CACHE_VERDICT, e->src, tcf_nvrtc_version(), arch);
+    void *cubin = NULL;
+    size_t clen = 0;
     uint64_t ck = tcf_cache_key(TCF_CACHE_CUBIN, e->src, tcf_nvrtc_version(), arch);
-    int ok = tcf_cache_get(vk, TCF_CACHE_VERDICT, &v, &vlen) == 0 && vlen == 2 &&
-             !memcmp(v, "ok", 2) && tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0 &&
-             tcf_load(cubin, &e->fn);
-    free(v);
+    int ok = tcf_verdict_ok(e->src, arch) &&
+             tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0 && tcf_load(cubin, &e->fn);
     free(cubin);
     if (ok)
         atomic_fetch_add(&tcf_fkc.disk_hits, 1);
@@ -118,22 +146,31 @@ static void tcf_work(tcf_fkern_t *e)
     size_t clen = 0;
     char log[2048];
     CUstream s = NULL;
-    if (tcf_drv.ctx_set_current(job->ctx) != CUDA_SUCCESS || !tcf_nvrtc_ready())
+    int from_disk = 0;
+    if (tcf_drv.ctx_set_current(job->ctx) != CUDA_SUCCESS || !atomic_load(&tcf_have_nvrtc))
         goto out;
     int arch = tcf_arch_of(job->ctx);
+    int cache = atomic_load(&tcf_have_cache);
     uint64_t ck = tcf_cache_key(TCF_CACHE_CUBIN, e->src, tcf_nvrtc_version(), arch);
-    if (!(tcf_cache_ready() && tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0)) {
+    if (cache && tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0) {
+        from_disk = 1;
+    } else {
         if (!arch || tcf_nvrtc_compile(e->src, arch, &cubin, &clen, log, sizeof log) != 0) {
             atomic_fetch_add(&tcf_fkc.compile_failed, 1);
             tcf_log(TCF_LOG_INFO, "fuse: compile failed: %.300s", log);
             goto out;
         }
         atomic_fetch_add(&tcf_fkc.compiled, 1);
-        if (tcf_cache_ready())
+        if (cache)
             tcf_cache_put(ck, TCF_CACHE_CUBIN, cubin, clen);
     }
     if (!tcf_load(cubin, &e->fn)) {
         atomic_fetch_add(&tcf_fkc.load_failed, 1);
+        goto out;
+    }
+    if (from_disk && tcf_verdict_ok(e->src, arch)) {  /* verified by an earlier process */
+        atomic_fetch_add(&tcf_fkc.disk_hits, 1);
+        state = TCF_FK_READY;
         goto out;
     }
     if (tcf_drv.stream_create(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
@@ -145,7 +182,7 @@ static void tcf_work(tcf_fkern_t *e)
     if (v == 0) {
         state = TCF_FK_READY;
         atomic_fetch_add(&tcf_fkc.verified, 1);
-        if (tcf_cache_ready())
+        if (cache)
             tcf_cache_put(tcf_cache_key(TCF_CACHE_VERDICT, e->src, tcf_nvrtc_version(), arch),
                           TCF_CACHE_VERDICT, "ok", 2);
     } else {
@@ -172,22 +209,46 @@ out:
 static void *tcf_worker_main(void *arg)
 {
     (void)arg;
+    tcf_worker_open();
+    pthread_mutex_lock(&tcf_fk_lock);
     for (;;) {
-        pthread_mutex_lock(&tcf_fk_lock);
-        while (!tcf_q_head && !tcf_worker_stop)
+        tcf_worker_busy = 0;
+        pthread_cond_broadcast(&tcf_fk_idle);
+        while (!tcf_q_head || tcf_worker_stop)  /* stopped: parked for good */
             pthread_cond_wait(&tcf_fk_cond, &tcf_fk_lock);
-        if (tcf_worker_stop) {
-            pthread_mutex_unlock(&tcf_fk_lock);
-            return NULL;
-        }
         tcf_fkern_t *e = tcf_q_head;
         tcf_q_head = e->qnext;
         if (!tcf_q_head)
             tcf_q_tail = NULL;
+        tcf_worker_busy = 1;
         pthread_mutex_unlock(&tcf_fk_lock);
         tcf_work(e);
+        pthread_mutex_lock(&tcf_fk_lock);
     }
     return NULL;
+}
+
+int tcf_fkern_start(void)
+{
+    pthread_attr_t attr;
+    int rc = -1;
+    pthread_mutex_lock(&tcf_fk_lock);
+    if (tcf_worker_started) {
+        rc = 0;
+    } else if (pthread_attr_init(&attr) == 0) {
+        pthread_t t;
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        tcf_worker_busy = 1;  /* until NVRTC is open */
+        if (pthread_create(&t, &attr, tcf_worker_main, NULL) == 0) {
+            tcf_worker_started = 1;
+            rc = 0;
+        } else {
+            tcf_worker_busy = 0;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    pthread_mutex_unlock(&tcf_fk_lock);
+    return rc;
 }
 
 static tcf_fjob_t *tcf_job_of(const tcf_fgroup_t *G, const tcf_window_t *w,
@@ -215,9 +276,41 @@ static tcf_fjob_t *tcf_job_of(const tcf_fgroup_t *G, const tcf_window_t *w,
     return job;
 }
 
+/* The kernel entry's answer to one window (lock held). */
+static CUfunction tcf_fkern_ready(tcf_fkern_t *e, CUcontext ctx)
+{
+    if (atomic_load_explicit(&e->state, memory_order_acquire) != TCF_FK_READY)
+        return NULL;
+    if (e->ctx == ctx)
+        return e->fn;
+    atomic_fetch_add(&tcf_fkc.other_context, 1);
+    return NULL;
+}
+
+static void tcf_gmemo_add(uint64_t gh, const tcf_group_t *g, tcf_fkern_t *e)  /* lock held */
+{
+    tcf_gmemo_t *m;
+    if (tcf_ngmemo >= TCF_GMEMO_MAX || !(m = malloc(sizeof *m)))
+        return;
+    m->ghash = gh, m->g = *g, m->e = e;
+    m->next = tcf_gmemo[gh % TCF_FK_BUCKETS];
+    tcf_gmemo[gh % TCF_FK_BUCKETS] = m;
+    tcf_ngmemo++;
+}
+
 CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of,
                          CUcontext ctx)
 {
+    uint64_t gh = XXH3_64bits(&G->g, sizeof G->g);
+    pthread_mutex_lock(&tcf_fk_lock);
+    for (tcf_gmemo_t *m = tcf_gmemo[gh % TCF_FK_BUCKETS]; m; m = m->next)
+        if (m->ghash == gh && !memcmp(&m->g, &G->g, sizeof G->g)) {
+            CUfunction fn = tcf_fkern_ready(m->e, ctx);
+            pthread_mutex_unlock(&tcf_fk_lock);
+            return fn;
+        }
+    pthread_mutex_unlock(&tcf_fk_lock);
+
     static _Thread_local char *src;
     if (!src && !(src = malloc(TCF_SRC_MAX)))
         return NULL;
@@ -232,13 +325,8 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     while (e && e->hash != h)
         e = e->next;
     if (e) {
-        CUfunction fn = NULL;
-        if (atomic_load_explicit(&e->state, memory_order_acquire) == TCF_FK_READY) {
-            if (e->ctx == ctx)
-                fn = e->fn;
-            else
-                atomic_fetch_add(&tcf_fkc.other_context, 1);
-        }
+        tcf_gmemo_add(gh, &G->g, e);
+        CUfunction fn = tcf_fkern_ready(e, ctx);
         pthread_mutex_unlock(&tcf_fk_lock);
         return fn;
     }
@@ -253,6 +341,7 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     e->next = tcf_fk[h % TCF_FK_BUCKETS];
     tcf_fk[h % TCF_FK_BUCKETS] = e;
     tcf_nfk++;
+    tcf_gmemo_add(gh, &G->g, e);
     pthread_mutex_unlock(&tcf_fk_lock);
 
     /* Seen before, by an earlier process: no compile, no verification, usable now. */
@@ -272,31 +361,21 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     else
         tcf_q_head = e;
     tcf_q_tail = e;
-    if (!tcf_worker_started && !tcf_worker_stop &&
-        pthread_create(&tcf_worker, NULL, tcf_worker_main, NULL) == 0) {
-        tcf_worker_started = 1;
-        /* Exit handlers run in reverse order of registration: registered now, long after
-         * cudart's and PyTorch's, this one runs before they tear the driver down. */
-        atexit(tcf_fuse_stop);
-    }
     pthread_cond_signal(&tcf_fk_cond);
     pthread_mutex_unlock(&tcf_fk_lock);
     return NULL;
 }
 
 /* At exit: the driver and the application's libraries are torn down after us, so the
- * worker must not be inside a driver call then. Waits for the job in hand (a compile is
- * at most a second or so); queued jobs are dropped. */
+ * worker must not be inside a driver call or a compile then. Waits for the job in hand (a
+ * compile is at most a second or so) and parks the worker; queued jobs are dropped. */
 void tcf_fkern_stop(void)
 {
     pthread_mutex_lock(&tcf_fk_lock);
     tcf_worker_stop = 1;
-    int started = tcf_worker_started;
-    tcf_worker_started = 0;  /* joined once, whoever stops first */
-    pthread_cond_broadcast(&tcf_fk_cond);
+    while (tcf_worker_started && tcf_worker_busy)
+        pthread_cond_wait(&tcf_fk_idle, &tcf_fk_lock);
     pthread_mutex_unlock(&tcf_fk_lock);
-    if (started)
-        pthread_join(tcf_worker, NULL);
 }
 
 void tcf_fuse_refusals(char *line, size_t cap);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "capture/capture.h"
+#include "capture/decode.h"
 #include "capture/key.h"
 #include "config/config.h"
 
@@ -27,9 +28,11 @@ typedef struct {
     uint32_t   *off, *size;   /* nparams each */
     atomic_int  traced;       /* its "kernel" line is in the trace */
     atomic_int  fuse_state;   /* TCF_FUSE_*: whether fuse mode may hold its launches */
+    tcf_decode_kernel_t dk;   /* fuse mode: what its name and layout decode to; written once
+                               * before fuse_state becomes DECODABLE (release) */
 } tcf_kernel_t;
 
-enum { TCF_FUSE_UNKNOWN = 0, TCF_FUSE_DECODABLE, TCF_FUSE_NEVER };
+enum { TCF_FUSE_UNKNOWN = 0, TCF_FUSE_DECODING, TCF_FUSE_DECODABLE, TCF_FUSE_NEVER };
 
 /* The memoized identity of a handle; never NULL (a shared "unknown" entry on failure). */
 tcf_kernel_t *tcf_kernel_get(CUfunction f);

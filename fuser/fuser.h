@@ -93,7 +93,8 @@ typedef enum {
 typedef struct {
     uint16_t     ngroups;
     tcf_fgroup_t groups[TCF_FUSER_MAX_GROUPS];
-    int16_t      item_group[TCF_FUSER_MAX_ITEMS]; /* group index, or -1: runs as issued */
+    int16_t      item_group[TCF_FUSER_MAX_ITEMS]; /* [0, n): group index, or -1: runs as
+                                                   * issued; past n: not written */
     uint32_t     reasons[TCF_FUSER_NREASON];      /* ops not fused, by reason */
 } tcf_plan_t;
 

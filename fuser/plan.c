@@ -57,10 +57,10 @@ int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan)
 
     plan->ngroups = 0;
     memset(plan->reasons, 0, sizeof plan->reasons);
-    for (size_t i = 0; i < TCF_FUSER_MAX_ITEMS; i++)
-        plan->item_group[i] = -1;
     if (n > TCF_FUSER_MAX_ITEMS || (n && !items))
         return -1;
+    for (size_t i = 0; i < n; i++)  /* only what is planned: this runs at every flush */
+        plan->item_group[i] = -1;
     memset(&w, 0, sizeof w);
     w.items = items, w.n = n, w.plan = plan, w.left = TCF_FUSER_ALONE;
 

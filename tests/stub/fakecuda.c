@@ -13,7 +13,9 @@
  *    followed by a decimal size is a parameter of that many bytes, in order. Each
  *    parameter is aligned to the largest power of two dividing its size, at most 16.
  *    "k_i4_p8_b24" has parameters at offsets 0, 8, 16 of sizes 4, 8, 24; "k" has none;
- *    other pieces ("vec_add_f4" -> "add") are ignored.
+ *    other pieces ("vec_add_f4" -> "add") are ignored. A name with '@' gives the layout
+ *    explicitly instead, as offset:size pairs: "<mangled>@0:4,8:8,16:16" is a kernel named
+ *    "<mangled>" (real PyTorch names, replayed from a trace by bench/hook_cost).
  *  - FAKECUDA_LOG=FILE: every call appends "<abi-symbol> key=value ... rc=N\n" (one
  *    write(2) on an O_APPEND descriptor, so lines of several threads never mix).
  *    Parameters are logged as "params=<hex>,<hex>,..." (each parameter's bytes, in memory

@@ -61,7 +61,7 @@ int fk_devptr_ok(CUdeviceptr p, size_t bytes);
 /* A kernel (CUkernel) or function (CUfunction) object. */
 typedef struct {
     uintptr_t owner;          /* library or module handle */
-    char      name[160];
+    char      name[512];
     int       nparams;
     size_t    off[FK_MAX_PARAM], size[FK_MAX_PARAM];
     uintptr_t func;           /* the CUfunction cuKernelGetFunction made for a CUkernel */

@@ -1,13 +1,15 @@
 /* fakecuda: libraries, modules, kernels and launches (see fakecuda.c for the conventions).
  *
  * A kernel's parameter layout comes from its name ("k_i4_p8_b24": sizes 4, 8, 24, each
- * aligned to the largest power of two dividing its size, at most 16). A launch logs each
+ * aligned to the largest power of two dividing its size, at most 16), or is given after '@'
+ * ("<mangled name>@0:4,8:8,16:16", offset:size pairs; the name stops at the '@'). A launch logs each
  * parameter's bytes, read from kernelParams[i] or from the `extra` buffer at the
  * parameter's offset, so the same launch logs the same bytes in either form.
  */
 #include "tests/stub/fakecuda.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static fk_kern_t fk_kerns[FK_MAX_OBJ];   /* CUkernel objects */
@@ -36,8 +38,35 @@ fk_kern_t *fk_launchable(CUfunction f, const char **kind)
     return k;
 }
 
+/* An explicit layout after '@' ("<mangled>@0:4,8:8,16:16": offset:size pairs) lets a real
+ * kernel name from a trace keep its real layout; the name is then cut at the '@'. */
+static int fk_parse_explicit(fk_kern_t *k)
+{
+    char *at = strchr(k->name, '@');
+    if (!at)
+        return 0;
+    *at = '\0';
+    const char *p = at + 1;
+    k->nparams = 0;
+    while (*p && k->nparams < FK_MAX_PARAM) {
+        unsigned long off = strtoul(p, (char **)&p, 10), size;
+        if (*p++ != ':')
+            break;
+        size = strtoul(p, (char **)&p, 10);
+        k->off[k->nparams] = off;
+        k->size[k->nparams] = size;
+        k->nparams++;
+        if (*p != ',')
+            break;
+        p++;
+    }
+    return 1;
+}
+
 static void fk_parse_layout(fk_kern_t *k)
 {
+    if (fk_parse_explicit(k))
+        return;
     const char *p = strchr(k->name, '_');
     size_t end = 0;
     k->nparams = 0;
@@ -68,7 +97,8 @@ static uintptr_t fk_make(fk_kern_t *tab, int *count, uintptr_t base0, uintptr_t 
 {
     int i, n = *count;
     for (i = 0; i < n; i++)
-        if (tab[i].owner == owner && strcmp(tab[i].name, name) == 0)
+        if (tab[i].owner == owner && strncmp(tab[i].name, name, strcspn(name, "@")) == 0 &&
+            tab[i].name[strcspn(name, "@")] == '\0')
             return base0 + (uintptr_t)(i + 1) * 0x100;
     if (n == FK_MAX_OBJ || strlen(name) >= sizeof tab[0].name)
         return 0;

@@ -429,6 +429,52 @@ TEST(edited_launches)
     CHECK(isnan(op.s[0].f));
 }
 
+/* Capture decodes a kernel's name and layout once (tcf_decode_kernel) and each launch's
+ * bytes with it (tcf_decode_apply): that must be exactly tcf_decode_launch, for the launch
+ * the kernel was first seen with and for every other launch of the same kernel. */
+TEST(halves_agree_with_the_whole)
+{
+    for (size_t k = 0; k < nrec; k++) {
+        const rec_t *r = &recs[k];
+        tcf_decode_launch_t l = { r->name, r->nparams, r->off, r->size, r->bytes, r->len,
+                                  { r->grid[0], r->grid[1], r->grid[2] },
+                                  { r->block[0], r->block[1], r->block[2] } };
+        tcf_decode_kernel_t dk;
+        tcf_op_t whole, half;
+        tcf_decode_status_t ks = tcf_decode_kernel(&l, &dk), ws = tcf_decode_launch(&l, &whole);
+        if (ks != TCF_DECODE_OK) {
+            CHECK_EQ_INT(ks, ws);  /* a kernel-level refusal is the whole's refusal */
+            continue;
+        }
+        for (size_t j = 0; j < nrec; j++) {
+            const rec_t *o = &recs[j];
+            if (strcmp(o->name, r->name) || o->nparams != r->nparams ||
+                memcmp(o->off, r->off, r->nparams * sizeof *r->off) ||
+                memcmp(o->size, r->size, r->nparams * sizeof *r->size))
+                continue;
+            tcf_decode_launch_t ol = { o->name, o->nparams, o->off, o->size, o->bytes, o->len,
+                                       { o->grid[0], o->grid[1], o->grid[2] },
+                                       { o->block[0], o->block[1], o->block[2] } };
+            ws = tcf_decode_launch(&ol, &whole);
+            tcf_decode_status_t hs = tcf_decode_apply(&dk, ol.params, ol.params_len, ol.grid,
+                                                      ol.block, &half);
+            CHECK_EQ_INT(hs, ws);
+            CHECK(!memcmp(&whole, &half, sizeof whole));
+            uint32_t bad_block[3] = { 256, 1, 1 };
+            CHECK_EQ_INT(tcf_decode_apply(&dk, ol.params, ol.params_len, ol.grid, bad_block, &half),
+                         TCF_DECODE_BAD_LAUNCH);
+            if (dk.span && ol.params_len >= dk.span)  /* one byte short of the layout */
+                CHECK_EQ_INT(tcf_decode_apply(&dk, ol.params, (uint32_t)dk.span - 1, ol.grid,
+                                              ol.block, &half), TCF_DECODE_TRUNCATED);
+        }
+    }
+    tcf_op_t op;
+    uint32_t g[3] = { 1, 1, 1 }, b[3] = { 128, 1, 1 };
+    tcf_decode_kernel_t none = { 0 };
+    CHECK_EQ_INT(tcf_decode_apply(&none, NULL, 0, g, b, &op), TCF_DECODE_BAD_ARGS);
+    CHECK_EQ_INT(tcf_decode_kernel(NULL, &none), TCF_DECODE_BAD_ARGS);
+}
+
 TEST(names)
 {
     for (int s = 0; s < TCF_DECODE_NSTATUS; s++) {
@@ -452,6 +498,7 @@ int main(int argc, char **argv)
     RUN(coverage);
     RUN(corrupted_inputs_are_refused);
     RUN(edited_launches);
+    RUN(halves_agree_with_the_whole);
     RUN(names);
     for (size_t k = 0; k < nrec; k++)
         free(recs[k].name);
