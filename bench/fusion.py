@@ -7,8 +7,9 @@ The parent runs this file twice as a child: once plain (eager and torch.compile)
 under LD_PRELOAD=build/libtcfuse.so TCFUSE_MODE=fuse (the same eager code, fused from
 below). Per case it reports the median time per call with a synchronize after each call
 (what a user feels, including any time the GPU waits while tcfuse holds a window), the
-GPU time between CUDA events around one call (the fused kernel's own time, about), the
-achieved bandwidth against a device-to-device copy measured in the same process, the
+generated kernel's own GPU time (the profiler's kernel records), its achieved bandwidth
+against a device-to-device copy measured in the same process (bytes the call must read
+and write, over the kernel's time, over the copy's bytes over its time), the
 first call's time (torch.compile's compile stall; tcfuse compiles in the background),
 and whether tcfuse's output is bitwise identical to eager's.
 """
@@ -41,6 +42,23 @@ def fn_of(name):
     if name == "sig1702":
         return lambda x, y: x * torch.sigmoid(1.702 * x)
     return lambda x, y: x + 0.5 * (y * 1.1 + 0.2)
+
+
+def kernel_time(f, x, y):
+    """Median GPU duration of tcfuse's generated kernel over 10 calls, from the profiler's
+    kernel records (CUPTI): the kernel alone, without the time the GPU waited while tcfuse
+    held the window. None when no generated kernel ran."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(10):
+                f(x, y)
+                torch.cuda.synchronize()
+        ds = sorted(e.device_time for e in prof.events() if "tcf_fused" in e.name)
+    except Exception:
+        return None
+    return ds[len(ds) // 2] / 1e6 if ds else None
 
 
 def child(variant, quick):
@@ -81,6 +99,7 @@ def child(variant, quick):
             e1.synchronize()
             gts.append(e0.elapsed_time(e1) / 1e3)
         gts.sort()
+        kern = kernel_time(f, x, y) if variant == "tcfuse" else None
         z = torch.empty_like(x)
         cts = []
         for _ in range(10):
@@ -95,6 +114,7 @@ def child(variant, quick):
         nbytes = x.element_size() * n * (3 if name in ("swiglu", "residual") else 2)
         res.append(dict(case=name, n=n, dtype=str(dt).replace("torch.", ""), first=first,
                         median=ts[len(ts) // 2], gpu=gts[len(gts) // 2], copy=cts[len(cts) // 2],
+                        kernel=kern,
                         bytes=nbytes, copy_bytes=2 * x.element_size() * n, digest=digest))
     print("RESULT " + json.dumps(res))
 
@@ -130,16 +150,17 @@ def main():
         return 1
     print(f"bench/fusion, {torch.cuda.get_device_name()}, torch {torch.__version__}")
     print(f"{'case':9} {'n':>9} {'dtype':8} {'eager us':>9} {'tcfuse us':>9} {'compile us':>10}"
-          f" {'eager/tcf':>9} {'cmp/tcf':>8} {'tcf GPU us':>10} {'tcf BW %copy':>12}"
+          f" {'eager/tcf':>9} {'cmp/tcf':>8} {'kernel us':>9} {'BW %copy':>8}"
           f" {'1st: eager ms':>13} {'tcf ms':>7} {'compile ms':>10} {'bitwise':>7}")
     for i, e in enumerate(eager):
         f = fused[i]
         c = comp[i] if comp else None
-        bw = (f["bytes"] / f["gpu"]) / (e["copy_bytes"] / e["copy"]) * 100
+        kt = f.get("kernel")
+        bw = (f["bytes"] / kt) / (f["copy_bytes"] / f["copy"]) * 100 if kt else float("nan")
         print(f"{e['case']:9} {e['n']:>9} {e['dtype']:8} {e['median']*1e6:9.1f} {f['median']*1e6:9.1f}"
               f" {(c['median']*1e6 if c else float('nan')):10.1f} {e['median']/f['median']:9.2f}"
-              f" {((c['median']/f['median']) if c else float('nan')):8.2f} {f['gpu']*1e6:10.1f}"
-              f" {bw:12.0f} {e['first']*1e3:13.2f} {f['first']*1e3:7.2f}"
+              f" {((c['median']/f['median']) if c else float('nan')):8.2f} {(kt or float('nan'))*1e6:9.1f}"
+              f" {bw:8.0f} {e['first']*1e3:13.2f} {f['first']*1e3:7.2f}"
               f" {(c['first']*1e3 if c else float('nan')):10.1f} {('yes' if e['digest']==f['digest'] else 'NO'):>7}")
     print("tcfuse stats of the tcfuse run:")
     print("\n".join(l for l in log.splitlines() if l.startswith("tcfuse:")))
