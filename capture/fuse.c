@@ -204,23 +204,32 @@ typedef struct {
 static pthread_key_t tcf_scratch_key;
 static pthread_once_t tcf_scratch_once = PTHREAD_ONCE_INIT;
 static int tcf_scratch_key_ok;
+static _Thread_local tcf_exec_scratch_t *tcf_scratch;
+
+/* At thread exit. Later destructors of the same thread may still flush (a library's
+ * thread-local cleanup freeing device memory): they then get a fresh scratch, which this
+ * runs again for (the thread's keys are revisited while any is set). */
+static void tcf_scratch_free(void *p)
+{
+    tcf_scratch = NULL;
+    free(p);
+}
 
 static void tcf_scratch_key_make(void)
 {
-    tcf_scratch_key_ok = pthread_key_create(&tcf_scratch_key, free) == 0;
+    tcf_scratch_key_ok = pthread_key_create(&tcf_scratch_key, tcf_scratch_free) == 0;
 }
 
 /* NULL when out of memory (the flush then issues everything as held). */
 static tcf_exec_scratch_t *tcf_exec_scratch(void)
 {
-    static _Thread_local tcf_exec_scratch_t *sc;
-    if (!sc) {
+    if (!tcf_scratch) {
         pthread_once(&tcf_scratch_once, tcf_scratch_key_make);
-        if (!tcf_scratch_key_ok || !(sc = malloc(sizeof *sc)))
+        if (!tcf_scratch_key_ok || !(tcf_scratch = malloc(sizeof *tcf_scratch)))
             return NULL;
-        pthread_setspecific(tcf_scratch_key, sc);  /* freed when the thread exits */
+        pthread_setspecific(tcf_scratch_key, tcf_scratch);  /* freed when the thread exits */
     }
-    return sc;
+    return tcf_scratch;
 }
 
 void tcf_fuse_execute(tcf_window_t *w, const char *reason)

@@ -42,10 +42,12 @@ def main():
         dts = [torch.float32]
     for dt in dts:
         for n in (1 << 20, 1000003):
-            torch.manual_seed(1)
-            x = edge(torch.randn(n, device="cuda", dtype=dt))
-            y = edge(torch.randn(n, device="cuda", dtype=dt).flip(0))
             for it in range(6):  # early iterations run eager while kernels compile
+                # new inputs every iteration: a fused kernel that failed to store would
+                # leave the previous iteration's values in a reused block, and show
+                torch.manual_seed(1 + it)
+                x = edge(torch.randn(n, device="cuda", dtype=dt))
+                y = edge(torch.randn(n, device="cuda", dtype=dt).flip(0))
                 r = {
                     "gelu": hand_gelu(x),
                     "swiglu": torch.nn.functional.silu(x) * y,
@@ -62,12 +64,12 @@ def main():
         rnd = random.Random(1234)
         for c in range(12):
             n = rnd.choice([4096, 65537, 1 << 18])
-            torch.manual_seed(c)
-            x = edge(torch.randn(n, device="cuda", dtype=dt))
-            y = torch.randn(n, device="cuda", dtype=dt)
             prog = [(rnd.random() < 0.3, rnd.randrange(len(OPS2)), rnd.randrange(len(OPS1)))
                     for _ in range(rnd.randint(2, 12))]
             for it in range(6):
+                torch.manual_seed(100 * c + it)
+                x = edge(torch.randn(n, device="cuda", dtype=dt))
+                y = torch.randn(n, device="cuda", dtype=dt)
                 v = x
                 for two, i2, i1 in prog:
                     v = OPS2[i2](v, y) if two else OPS1[i1](v)
