@@ -76,6 +76,10 @@ int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 {
     if (!tcf_holding)
         return 0;
+    if (!tcf_fkern_usable()) {  /* NVRTC still opening, or absent: run as issued */
+        tcf_flush_held(NULL, "other-work");
+        return 0;
+    }
     tcf_kernel_t *k = tcf_kernel_get(f);
     int fs = atomic_load_explicit(&k->fuse_state, memory_order_acquire);
     if (fs == TCF_FUSE_UNKNOWN) {

@@ -36,6 +36,9 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
  * thread could be made (then nothing is fused). */
 int tcf_fkern_start(void);
 
+/* Whether the worker has NVRTC open (nothing is held before: see fuse_kernels.c). */
+int tcf_fkern_usable(void);
+
 /* Stops the worker (at exit): waits for the job in hand, parks it, drops the rest. */
 void tcf_fkern_stop(void);
 

@@ -7,14 +7,12 @@
  * Failures mark the entry bad for the process, under a named reason.
  *
  * The worker's life: started when fuse mode starts (the process's first driver call, long
- * before its first kernel), it opens NVRTC and the disk cache at once, so that the first
- * window can already use the cache. Only the worker ever opens NVRTC, and it never exits:
- * the thread that loads NVRTC's namespace (codegen/nvrtc.c) must not exit, or glibc
- * corrupts its heap in that thread's exit (seen: "double free or corruption" in
- * tcache_thread_shutdown). At exit it is parked, not joined, once it is out of any job:
- * exit then ends it with the process. (So a program that ends its main thread with
- * pthread_exit and waits for every other thread would wait for it too, as it would for
- * any thread blocked for good.) */
+ * before its first kernel), it opens NVRTC (with tcf_fuse_stop as NVRTC's exit hook:
+ * codegen/nvrtc.c says why) and the disk cache at once. Until that is done nothing is
+ * held, so that tcf_fuse_stop is registered after NVRTC's destructors. At exit it is
+ * parked, not joined, once it is out of any job: exit then ends it with the process. (So a
+ * program that ends its main thread with pthread_exit and waits for every other thread
+ * would wait for it too, as it would for any thread blocked for good.) */
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +88,7 @@ static int tcf_arch_of(CUcontext ctx)
 static void tcf_worker_open(void)
 {
     char err[256];
+    tcf_nvrtc_on_exit(tcf_fuse_stop);
     if (tcf_nvrtc_open(tcf_cfg.nvrtc[0] ? tcf_cfg.nvrtc : NULL, err, sizeof err) == 0)
         atomic_store(&tcf_have_nvrtc, 1);
     else
@@ -226,6 +225,12 @@ static void *tcf_worker_main(void *arg)
         pthread_mutex_lock(&tcf_fk_lock);
     }
     return NULL;
+}
+
+int tcf_fkern_usable(void)
+{
+    return atomic_load_explicit(&tcf_have_nvrtc, memory_order_relaxed) &&
+           atomic_load_explicit(&tcf_worker_warm, memory_order_acquire);
 }
 
 int tcf_fkern_start(void)

@@ -61,10 +61,12 @@ uint32_t tcf_codegen_grid(const tcf_group_t *g, uint64_t n);
 
 /* --- NVRTC, found at run time -------------------------------------------------------- */
 /* Finds libnvrtc: an override path (TCFUSE_NVRTC) if given, else one the process already
- * loaded, else libnvrtc.so.13 / .12 / libnvrtc.so from the library path, each loaded into a
- * link-map namespace of its own (nvrtc.c says why). 0 or -1 (err says why). Thread-safe;
- * the first success sticks. */
+ * loaded, else libnvrtc.so.13 / .12 / libnvrtc.so from the library path. 0 or -1 (err says
+ * why). Thread-safe; the first success sticks. Ends with a small warm-up compile. */
 int tcf_nvrtc_open(const char *override_path, char *err, size_t errcap);
+/* An exit handler that waits for any compile under way (nvrtc.c says why): registered
+ * with atexit after the open and again after every compile. Set it before the open. */
+void tcf_nvrtc_on_exit(void (*hook)(void));
 /* "13.0" etc.; "" before a successful open. */
 const char *tcf_nvrtc_version(void);
 /* Compiles src for sm_<arch> (90 for H100) to a cubin, malloc'ed into *cubin (caller

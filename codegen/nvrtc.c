@@ -1,20 +1,23 @@
 /* codegen/nvrtc.c: NVRTC found at run time (codegen.h).
  *
  * No link-time dependency: a process that never fuses never loads NVRTC, and a machine
- * without it simply never fuses. Search order: the caller's override, the libnvrtc the
- * process already mapped (PyTorch may carry its own: the same version keeps cache keys and
- * code generation the same as the host's), then the usual sonames. The first success sticks.
+ * without it simply never fuses. Search order: the caller's override, a libnvrtc the
+ * process already mapped (PyTorch may have loaded its own copy: using that one keeps a
+ * single NVRTC per process), then the usual sonames. The first success sticks.
  *
- * NVRTC is loaded into a link-map namespace of its own (dlmopen), never into the
- * process's. Why: a compile runs on tcfuse's worker thread, and NVRTC's C++ static
- * destructors are registered with the exit handlers of whichever libc loaded it. Loaded
- * into the process's namespace after tcfuse registered its own exit handler, they would run
- * first, while the worker may still be inside nvrtcCompileProgram: the host crashed or hung
- * at exit (seen on the H100, 4 runs in 10). In a namespace of its own they run in
- * _dl_fini, after every exit handler, so after tcfuse has joined its worker. The
- * namespace has its own libc, whose per-thread ctype tables exist only for the thread that
- * opened it: every other thread calls that libc's __ctype_init once before using NVRTC
- * (tests/unit/test_nvrtc_exit.c covers both).
+ * Exit. NVRTC's C++ static destructors join the process's exit handlers when it is loaded
+ * and when a compile first touches a function-local static. A handler registered before
+ * them runs after them: had tcfuse's handler (which waits for its worker to leave any
+ * compile) been registered first, they would destroy NVRTC under a compile still running
+ * on the worker, a crash or a hang at exit (seen on the H100 in 4 runs of 10). So the
+ * caller's exit hook (tcf_nvrtc_on_exit) is registered again after the open, which ends
+ * with a small warm-up compile that touches NVRTC's lazily made statics, and after every
+ * compile: the newest registration always runs before every destructor NVRTC registered
+ * so far; one registered by the compile under way at exit runs after the hook returns,
+ * when that compile is over. tests/unit/test_nvrtc_exit.c exits during compiles.
+ * (A private link-map namespace, dlmopen, avoids the ordering but not its own trouble: its
+ * libc keeps the environment array of the moment it was opened, which the process's next
+ * setenv frees; NVRTC's getenv then read freed memory, a crash seen on the H100.)
  *
  * Options mirror how nvcc built libtorch_cuda (no fast math): FMA contraction on, IEEE
  * division and square root, denormals kept. NVRTC spells the architecture option
@@ -47,8 +50,7 @@ typedef struct {
 static pthread_mutex_t tcf_nvrtc_lock = PTHREAD_MUTEX_INITIALIZER;
 static tcf_nvrtc_api_t tcf_nvrtc_api;     /* written once, under the lock, before ready */
 static int tcf_nvrtc_ready;               /* read and written under the lock */
-static void (*tcf_nvrtc_ctype_init)(void); /* the namespace libc's; set before ready */
-static _Thread_local int tcf_nvrtc_thread_ok;
+static void (*tcf_nvrtc_exit_hook)(void); /* set before the first open */
 static char tcf_nvrtc_ver[32];
 
 static void tcf_nvrtc_msg(char *buf, size_t cap, const char *fmt, const char *a, const char *b)
@@ -98,26 +100,44 @@ static int tcf_nvrtc_resolve(void *h, tcf_nvrtc_api_t *api, const char **missing
     return 0;
 }
 
-/* Tries one library, in a namespace of its own; 0 and the API on success, else -1 with the
- * reason in err. */
-static int tcf_nvrtc_try(const char *path, char *err, size_t errcap)
+void tcf_nvrtc_on_exit(void (*hook)(void))
+{
+    pthread_mutex_lock(&tcf_nvrtc_lock);
+    tcf_nvrtc_exit_hook = hook;
+    pthread_mutex_unlock(&tcf_nvrtc_lock);
+}
+
+/* See the top of this file. Called with the lock held or with a private copy of it. */
+static void tcf_nvrtc_reregister(void (*hook)(void))
+{
+    if (hook)
+        atexit(hook);
+}
+
+/* A compile of a tiny kernel (result unused), so that what NVRTC makes at its first
+ * compile is made, and its destructors registered, before the exit hook is. */
+static void tcf_nvrtc_warm_up(const tcf_nvrtc_api_t *api)
+{
+    static const char src[] = "extern \"C\" __global__ void w(float *x) { x[0] = tanhf(x[0]); }\n";
+    const char *const opts[] = { "--gpu-architecture=compute_80" };
+    nvrtcProgram prog = NULL;
+    if (api->create(&prog, src, "tcf_warm.cu", 0, NULL, NULL) == NVRTC_SUCCESS) {
+        api->compile(prog, 1, opts);
+        api->destroy(&prog);
+    }
+    tcf_nvrtc_reregister(tcf_nvrtc_exit_hook);
+}
+
+/* Tries one library; 0 and the API on success, else -1 with the reason in err. */
+static int tcf_nvrtc_try(const char *path, int noload, char *err, size_t errcap)
 {
     tcf_nvrtc_api_t api;
     const char *missing = NULL;
     int major = 0, minor = 0;
-    Lmid_t lm;
-    void *h = dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | (noload ? RTLD_NOLOAD : 0));
     if (!h) {
         const char *e = dlerror();
         tcf_nvrtc_msg(err, errcap, "%s%s", e ? e : path, e ? "" : ": cannot be opened");
-        return -1;
-    }
-    void *libc = dlinfo(h, RTLD_DI_LMID, &lm) == 0 ?
-                 dlmopen(lm, "libc.so.6", RTLD_NOW | RTLD_NOLOAD) : NULL;
-    void *ct = libc ? dlsym(libc, "__ctype_init") : NULL;
-    if (!ct) {
-        tcf_nvrtc_msg(err, errcap, "%s: its namespace has no libc.so.6 __ctype_init%s", path, NULL);
-        dlclose(h);
         return -1;
     }
     if (tcf_nvrtc_resolve(h, &api, &missing) || api.version(&major, &minor) != NVRTC_SUCCESS) {
@@ -126,9 +146,9 @@ static int tcf_nvrtc_try(const char *path, char *err, size_t errcap)
         return -1;
     }
     tcf_nvrtc_api = api;
-    memcpy(&tcf_nvrtc_ctype_init, &ct, sizeof ct);
     snprintf(tcf_nvrtc_ver, sizeof tcf_nvrtc_ver, "%d.%d", major, minor);
     tcf_nvrtc_ready = 1;  /* the handle stays open for the life of the process */
+    tcf_nvrtc_warm_up(&api);
     return 0;
 }
 
@@ -143,12 +163,12 @@ int tcf_nvrtc_open(const char *override_path, char *err, size_t errcap)
     if (tcf_nvrtc_ready) {
         rc = 0;
     } else if (override_path && override_path[0]) {
-        rc = tcf_nvrtc_try(override_path, err, errcap);
+        rc = tcf_nvrtc_try(override_path, 0, err, errcap);
     } else {
         if (dl_iterate_phdr(tcf_nvrtc_find_loaded, loaded) && loaded[0])
-            rc = tcf_nvrtc_try(loaded, last, sizeof last);
+            rc = tcf_nvrtc_try(loaded, 1, last, sizeof last);
         for (size_t i = 0; rc && i < sizeof names / sizeof names[0]; i++)
-            rc = tcf_nvrtc_try(names[i], last, sizeof last);
+            rc = tcf_nvrtc_try(names[i], 0, last, sizeof last);
         if (rc)  /* the last reason alone would hide that we searched */
             tcf_nvrtc_msg(err, errcap, "no libnvrtc found (libnvrtc.so.13, .12, libnvrtc.so); "
                           "last: %s%s", last, NULL);
@@ -203,12 +223,8 @@ int tcf_nvrtc_compile(const char *src, int arch, void **cubin, size_t *len, char
         return -1;
     pthread_mutex_lock(&tcf_nvrtc_lock);
     api = tcf_nvrtc_api;
-    void (*ctype_init)(void) = tcf_nvrtc_ctype_init;
+    void (*hook)(void) = tcf_nvrtc_exit_hook;
     pthread_mutex_unlock(&tcf_nvrtc_lock);
-    if (!tcf_nvrtc_thread_ok) {  /* see the top of this file */
-        ctype_init();
-        tcf_nvrtc_thread_ok = 1;
-    }
 
     snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
     const char *const opts[] = { archopt, "-default-device", "--fmad=true", "--ftz=false",
@@ -219,6 +235,7 @@ int tcf_nvrtc_compile(const char *src, int arch, void **cubin, size_t *len, char
         return -1;
     }
     r = api.compile(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    tcf_nvrtc_reregister(hook);
     if (r != NVRTC_SUCCESS) {
         tcf_nvrtc_copy_log(&api, prog, log, logcap);
         if (log && logcap && !log[0])

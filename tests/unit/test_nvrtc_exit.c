@@ -1,13 +1,15 @@
 /* A process may exit while tcfuse's worker thread is inside an NVRTC compile. tcfuse's
- * exit handler (registered before NVRTC was opened, as in fuse mode) joins the worker; if
- * NVRTC's own exit-time destructors ran first, the compile crashed or hung (seen on the
- * H100 in 4 of 10 fuse-mode runs; codegen/nvrtc.c says why it no longer can).
+ * exit handler waits for the worker to leave the compile; if NVRTC's own exit-time
+ * destructors ran first, the compile crashed or hung (seen on the H100 in 4 of 10
+ * fuse-mode runs). codegen/nvrtc.c prevents it by registering the caller's exit hook again
+ * after the open and after every compile; this test exits during compiles, the way fuse
+ * mode does: the hook is set before NVRTC is opened (registering it once, before the open,
+ * crashed 11 children of 12).
  *
- * The parent runs this binary again as a child, several times: the child registers its
- * exit handler, opens NVRTC, starts a thread compiling in a loop and returns from main
- * while a compile is under way. Every child must exit 0 within its time limit. The child
- * also compiles from a second thread before exiting, which needs the per-thread setup of
- * NVRTC's namespace. Skipped when NVRTC is not installed. */
+ * The parent runs this binary again as a child, several times: the child sets its exit
+ * hook, opens NVRTC, starts a thread compiling in a loop and returns from main while a
+ * compile is under way. Every child must exit 0 within its time limit. Skipped when NVRTC
+ * is not installed. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -49,9 +51,12 @@ static void *compile_loop(void *arg)
     return NULL;
 }
 
-static void join_worker(void)  /* what tcf_fuse_stop does */
+static void join_worker(void)  /* what tcf_fuse_stop does; registered many times */
 {
+    static atomic_int joined;
     atomic_store(&stop, 1);
+    if (atomic_exchange(&joined, 1))
+        return;
     pthread_join(worker, NULL);
     if (atomic_load(&failures))
         _exit(3);
@@ -60,7 +65,7 @@ static void join_worker(void)  /* what tcf_fuse_stop does */
 static int child(unsigned delay_us)
 {
     char err[512];
-    atexit(join_worker);
+    tcf_nvrtc_on_exit(join_worker);
     if (tcf_nvrtc_open(NULL, err, sizeof err) && tcf_nvrtc_open(nvrtc_fallback, err, sizeof err))
         return 2;
     if (pthread_create(&worker, NULL, compile_loop, NULL))
