@@ -58,6 +58,7 @@ static pthread_mutex_t tcf_fk_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tcf_fk_cond = PTHREAD_COND_INITIALIZER;
 static tcf_fkern_t *tcf_q_head, *tcf_q_tail;
 static pthread_cond_t tcf_fk_idle = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t tcf_fk_done = PTHREAD_COND_INITIALIZER;  /* a job finished */
 static int tcf_worker_started, tcf_worker_stop, tcf_worker_busy;  /* under tcf_fk_lock */
 static atomic_int tcf_worker_warm;  /* NVRTC and the cache were opened (or found absent) */
 static atomic_int tcf_have_nvrtc, tcf_have_cache;
@@ -223,6 +224,7 @@ static void *tcf_worker_main(void *arg)
         pthread_mutex_unlock(&tcf_fk_lock);
         tcf_work(e);
         pthread_mutex_lock(&tcf_fk_lock);
+        pthread_cond_broadcast(&tcf_fk_done);
     }
     return NULL;
 }
@@ -367,8 +369,14 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
         tcf_q_head = e;
     tcf_q_tail = e;
     pthread_cond_signal(&tcf_fk_cond);
+    CUfunction fn = NULL;
+    if (tcf_cfg.compile_wait) {  /* TCFUSE_COMPILE_WAIT: the window waits for the worker */
+        while (atomic_load(&e->state) == TCF_FK_PENDING && !tcf_worker_stop)
+            pthread_cond_wait(&tcf_fk_done, &tcf_fk_lock);
+        fn = tcf_fkern_ready(e, ctx);
+    }
     pthread_mutex_unlock(&tcf_fk_lock);
-    return NULL;
+    return fn;
 }
 
 /* At exit: the driver and the application's libraries are torn down after us, so the
@@ -378,6 +386,7 @@ void tcf_fkern_stop(void)
 {
     pthread_mutex_lock(&tcf_fk_lock);
     tcf_worker_stop = 1;
+    pthread_cond_broadcast(&tcf_fk_done);  /* a window waiting for a compile gives up */
     while (tcf_worker_started && tcf_worker_busy)
         pthread_cond_wait(&tcf_fk_idle, &tcf_fk_lock);
     pthread_mutex_unlock(&tcf_fk_lock);
