@@ -125,6 +125,18 @@ int main(int argc, char **argv)
             return 1;
         }
         long passes = n / nl > 0 ? n / nl : 1;
+        /* a second of passes first: fuse mode holds nothing until its worker has NVRTC
+         * open, and the first passes plan and queue what later ones reuse */
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        do {
+            for (long i = 0; i < nl; i++) {
+                const replay_t *l = &replay[i];
+                launch((CUfunction)l->k, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                       l->block[1], l->block[2], l->smem, NULL, (void **)l->params, NULL);
+            }
+            sync(NULL);
+            clock_gettime(CLOCK_MONOTONIC, &b);
+        } while (elapsed_ns(&a, &b) < 1e9);
         clock_gettime(CLOCK_MONOTONIC, &a);
         for (long p = 0; p < passes; p++) {
             for (long i = 0; i < nl; i++) {

@@ -164,6 +164,17 @@ CUresult cuInit(unsigned int flags)
     return rc;
 }
 
+/* NVRTC asks the driver for its private export tables when a libcuda is around; every
+ * real driver has them, and NVRTC crashes when the symbol is missing. The stand-in has
+ * none to give: NVRTC then compiles without them, as on a machine with no driver. */
+CUresult cuGetExportTable(const void **table, const CUuuid *id)
+{
+    (void)id;
+    if (table)
+        *table = NULL;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 CUresult cuDriverGetVersion(int *v)
 {
     CUresult rc = fk_injected("cuDriverGetVersion");
