@@ -96,6 +96,17 @@ static long load_trace(const char *path, libload_t libload, getk_t getk)
     return n;
 }
 
+/* The trace's launches in order, then a synchronize (which closes the window). */
+static void replay_pass(long nl, launch_t launch, sync_t sync)
+{
+    for (long i = 0; i < nl; i++) {
+        const replay_t *l = &replay[i];
+        launch((CUfunction)l->k, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+               l->block[2], l->smem, NULL, (void **)l->params, NULL);
+    }
+    sync(NULL);
+}
+
 static double elapsed_ns(const struct timespec *a, const struct timespec *b)
 {
     return (double)(b->tv_sec - a->tv_sec) * 1e9 + (double)(b->tv_nsec - a->tv_nsec);
@@ -129,23 +140,12 @@ int main(int argc, char **argv)
          * open, and the first passes plan and queue what later ones reuse */
         clock_gettime(CLOCK_MONOTONIC, &a);
         do {
-            for (long i = 0; i < nl; i++) {
-                const replay_t *l = &replay[i];
-                launch((CUfunction)l->k, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-                       l->block[1], l->block[2], l->smem, NULL, (void **)l->params, NULL);
-            }
-            sync(NULL);
+            replay_pass(nl, launch, sync);
             clock_gettime(CLOCK_MONOTONIC, &b);
         } while (elapsed_ns(&a, &b) < 1e9);
         clock_gettime(CLOCK_MONOTONIC, &a);
-        for (long p = 0; p < passes; p++) {
-            for (long i = 0; i < nl; i++) {
-                const replay_t *l = &replay[i];
-                launch((CUfunction)l->k, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-                       l->block[1], l->block[2], l->smem, NULL, (void **)l->params, NULL);
-            }
-            sync(NULL);
-        }
+        for (long p = 0; p < passes; p++)
+            replay_pass(nl, launch, sync);
         clock_gettime(CLOCK_MONOTONIC, &b);
         printf("ns_per_launch %.1f\n", elapsed_ns(&a, &b) / (double)(passes * nl));
         return 0;

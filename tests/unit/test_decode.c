@@ -71,11 +71,16 @@ static const rec_t *find(const char *mark, int idx)
     return NULL;
 }
 
+static tcf_decode_launch_t launch_of(const rec_t *r)
+{
+    return (tcf_decode_launch_t){ r->name, r->nparams, r->off, r->size, r->bytes, r->len,
+                                  { r->grid[0], r->grid[1], r->grid[2] },
+                                  { r->block[0], r->block[1], r->block[2] } };
+}
+
 static tcf_decode_status_t dec(const rec_t *r, tcf_op_t *op)
 {
-    tcf_decode_launch_t l = { r->name, r->nparams, r->off, r->size, r->bytes, r->len,
-                              { r->grid[0], r->grid[1], r->grid[2] },
-                              { r->block[0], r->block[1], r->block[2] } };
+    tcf_decode_launch_t l = launch_of(r);
     return tcf_decode_launch(&l, op);
 }
 
@@ -436,9 +441,7 @@ TEST(halves_agree_with_the_whole)
 {
     for (size_t k = 0; k < nrec; k++) {
         const rec_t *r = &recs[k];
-        tcf_decode_launch_t l = { r->name, r->nparams, r->off, r->size, r->bytes, r->len,
-                                  { r->grid[0], r->grid[1], r->grid[2] },
-                                  { r->block[0], r->block[1], r->block[2] } };
+        tcf_decode_launch_t l = launch_of(r);
         tcf_decode_kernel_t dk;
         tcf_op_t whole, half;
         tcf_decode_status_t ks = tcf_decode_kernel(&l, &dk), ws = tcf_decode_launch(&l, &whole);
@@ -452,9 +455,7 @@ TEST(halves_agree_with_the_whole)
                 memcmp(o->off, r->off, r->nparams * sizeof *r->off) ||
                 memcmp(o->size, r->size, r->nparams * sizeof *r->size))
                 continue;
-            tcf_decode_launch_t ol = { o->name, o->nparams, o->off, o->size, o->bytes, o->len,
-                                       { o->grid[0], o->grid[1], o->grid[2] },
-                                       { o->block[0], o->block[1], o->block[2] } };
+            tcf_decode_launch_t ol = launch_of(o);
             ws = tcf_decode_launch(&ol, &whole);
             tcf_decode_status_t hs = tcf_decode_apply(&dk, ol.params, ol.params_len, ol.grid,
                                                       ol.block, &half);
