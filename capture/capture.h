@@ -73,12 +73,13 @@ void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsig
 void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                         CUstream stream, int ptds, CUresult rc);
 
-/* Fuse mode, before the driver sees the launch: returns 1 when tcfuse took it (held in
- * the window; the wrapper returns CUDA_SUCCESS without calling the driver), 0 when the
- * caller must issue it now (held work that must precede it has been issued). */
+/* Fuse mode, before the driver sees the launch: returns 1 when tcfuse took care of it
+ * (held in the window, or issued and recorded with its decoded op) and the wrapper must
+ * return *result, 0 when the caller must issue and record it as usual (held work that
+ * must precede it has been issued). */
 int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                             unsigned bx, unsigned by, unsigned bz, unsigned smem,
-                            CUstream stream, void **params, void **extra);
+                            CUstream stream, void **params, void **extra, CUresult *result);
 /* Fuse mode: a stream-ordered free. Returns 1 when held (it must run after held work that
  * may use the block), 0 when the caller must free now. */
 int tcf_capture_fuse_free(CUdeviceptr ptr, CUstream stream);

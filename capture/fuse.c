@@ -1,6 +1,14 @@
-/* Fuse mode: hold decodable PyTorch elementwise launches in their window and issue the
- * window's plan when something may observe it, new work must follow it, the window is
- * full or it idles.
+/* Fuse mode: hold PyTorch elementwise launches in their window and issue the window's
+ * plan when something may observe it, new work must follow it, the window is full or it
+ * idles.
+ *
+ * Holding costs overlap: while a window is held the GPU waits for the host. So a window
+ * is held only from a launch known to start a group whose generated kernel is ready
+ * (DESIGN.md: hold only what pays), or, with TCFUSE_HOLD_ALL, from any decodable launch.
+ * Other decoded launches go to the driver at once and are kept in the window with their
+ * op; when their chain ends the window is planned all the same, which queues the compiles
+ * of its groups and, once a group's kernel is ready, makes its first launch a start. A
+ * program's first iteration therefore runs as eager runs it, and later ones fused.
  *
  * What is held: launches through cuLaunchKernel (not _ptsz, not the `extra` form) that
  * decode (capture/decode.c), and stream-ordered frees behind them (freeing at once could
@@ -31,10 +39,11 @@ static void tcf_flush_held(const tcf_window_t *except, const char *reason)
     unsigned n = tcf_window_count();
     for (unsigned i = 0; i < n; i++) {
         tcf_window_t *w = tcf_window_at(i);
-        if (w == except || !__atomic_load_n(&w->nheld, __ATOMIC_RELAXED))
+        if (w == except || (!__atomic_load_n(&w->nheld, __ATOMIC_RELAXED) &&
+                            !__atomic_load_n(&w->ndec, __ATOMIC_RELAXED)))
             continue;
         pthread_mutex_lock(&w->lock);
-        if (w->nheld)
+        if (w->nheld || w->ndec)
             tcf_fuse_execute(w, reason);
         pthread_mutex_unlock(&w->lock);
     }
@@ -70,9 +79,79 @@ static int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
     return fs;
 }
 
+/* Starts: (kernel, element count) of the first launch of each group whose generated
+ * kernel is ready. A set of nonzero words, open addressing, read without a lock on every
+ * decoded launch; entries are never removed. Full (or past a short probe): no new starts,
+ * so those chains keep running as issued. */
+#define TCF_STARTS 4096
+#define TCF_STARTS_PROBE 16
+static atomic_ullong tcf_starts[TCF_STARTS];
+
+static inline uint64_t tcf_start_sig(const tcf_kernel_t *k, uint32_t n)
+{
+    return (uint64_t)k->id << 32 | n;  /* ids count from 1: never 0 */
+}
+
+static inline unsigned tcf_start_slot(uint64_t sig)
+{
+    return (unsigned)((sig * 0x9E3779B97F4A7C15ull) >> 52) & (TCF_STARTS - 1);
+}
+
+static int tcf_starts_has(uint64_t sig)
+{
+    unsigned i = tcf_start_slot(sig);
+    for (int p = 0; p < TCF_STARTS_PROBE; p++, i = (i + 1) & (TCF_STARTS - 1)) {
+        uint64_t v = atomic_load_explicit(&tcf_starts[i], memory_order_relaxed);
+        if (v == sig)
+            return 1;
+        if (!v)
+            return 0;
+    }
+    return 0;
+}
+
+static void tcf_starts_add(uint64_t sig)
+{
+    unsigned i = tcf_start_slot(sig);
+    for (int p = 0; p < TCF_STARTS_PROBE; p++, i = (i + 1) & (TCF_STARTS - 1)) {
+        unsigned long long v = 0;
+        if (atomic_compare_exchange_strong(&tcf_starts[i], &v, sig) || v == sig)
+            return;
+    }
+}
+
+/* Appends a decoded launch to w (locked) with its op and parameter bytes; NULL when the
+ * window has no room. */
+static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint8_t *buf,
+                                    const tcf_op_t *op, int held, CUresult rc, CUstream stream,
+                                    const uint32_t grid[3], const uint32_t block[3],
+                                    unsigned smem)
+{
+    uint32_t bytes = (k->param_bytes + 7u) & ~7u;
+    tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), bytes);
+    if (!e)
+        return NULL;
+    if (!w->ops) {  /* no room for the op: give the slot back */
+        w->nev--;
+        return NULL;
+    }
+    uint32_t idx = (uint32_t)(e - w->ev);
+    tcf_event_launch(e, TCF_VIA_LAUNCH, held, rc, stream, k, grid[0], grid[1], grid[2],
+                     block[0], block[1], block[2], smem, w->arena_len);
+    e->dec = 1;
+    e->u.l.pbytes = k->param_bytes;
+    memcpy(w->arena + w->arena_len, buf, k->param_bytes);
+    w->arena_len += bytes;
+    w->ops[idx] = *op;
+    w->nlaunch++;
+    w->ndec++;
+    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+    return e;
+}
+
 int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned smem, CUstream stream,
-                            void **params, void **extra)
+                            void **params, void **extra, CUresult *result)
 {
     if (!tcf_holding)
         return 0;
@@ -107,37 +186,41 @@ int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
         tcf_flush_held(NULL, "other-work");
         return 0;
     }
+    int start = tcf_cfg.hold_all || tcf_starts_has(tcf_start_sig(k, op.n));
     tcf_flush_held(w, "other-stream");
 
-    uint64_t now = tcf_now_ns();
-    uint32_t bytes = (k->param_bytes + 7u) & ~7u;
     int taken = 0;
     pthread_mutex_lock(&w->lock);
-    tcf_event_t *e = tcf_window_append(w, now, bytes);
-    if (e && w->ops) {
-        uint32_t idx = (uint32_t)(e - w->ev);
-        tcf_event_launch(e, TCF_VIA_LAUNCH, 1, CUDA_SUCCESS, stream, k, gx, gy, gz, bx, by, bz,
-                         smem, w->arena_len);
-        e->u.l.pbytes = k->param_bytes;
-        memcpy(w->arena + w->arena_len, buf, k->param_bytes);
-        w->arena_len += bytes;
-        w->ops[idx] = op;
-        w->nheld++;
-        w->nlaunch++;
-        atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&tcf_ctr.held, 1, memory_order_relaxed);
+    if (start || w->nheld) {  /* held: issued with its window's plan */
+        if (tcf_fuse_append(w, k, buf, &op, 1, CUDA_SUCCESS, stream, grid, block, smem)) {
+            if (!w->nheld)
+                atomic_fetch_add_explicit(&tcf_ctr.holds, 1, memory_order_relaxed);
+            w->nheld++;
+            atomic_fetch_add_explicit(&tcf_ctr.held, 1, memory_order_relaxed);
+            *result = CUDA_SUCCESS;
+            taken = 1;
+            /* Exit handlers run in reverse order of registration: registered at the first
+             * held launch, after cudart's and PyTorch's, this one stops fuse mode before
+             * they tear the driver down. */
+            static atomic_int registered;
+            if (!atomic_exchange(&registered, 1))
+                atexit(tcf_fuse_stop);
+        }
+    } else {  /* issued now, under the window's lock (nothing may slip in before it) */
+        CUresult rc = tcf_drv.launch_kernel(f, gx, gy, gz, bx, by, bz, smem, stream, params,
+                                            NULL);
+        if (rc != CUDA_SUCCESS)
+            atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&tcf_ctr.passed, 1, memory_order_relaxed);
+        if (!tcf_fuse_append(w, k, buf, &op, 0, rc, stream, grid, block, smem)) {
+            atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&tcf_ctr.oom, 1, memory_order_relaxed);
+        }
+        *result = rc;
         taken = 1;
-        /* Exit handlers run in reverse order of registration: registered at the first
-         * held launch, after cudart's and PyTorch's, this one stops fuse mode before
-         * they tear the driver down. */
-        static atomic_int registered;
-        if (!atomic_exchange(&registered, 1))
-            atexit(tcf_fuse_stop);
-        if (w->nlaunch >= (uint32_t)tcf_cfg.window_max)
-            tcf_window_close_locked(w, "size-cap", NULL, 0);
-    } else if (e) {
-        w->nev--;  /* no room for the op: give the slot back and issue it now */
     }
+    if (taken && w->nlaunch >= (uint32_t)tcf_cfg.window_max)
+        tcf_window_close_locked(w, "size-cap", NULL, 0);
     pthread_mutex_unlock(&w->lock);
     if (!taken)
         tcf_flush_held(NULL, "other-work");
@@ -239,18 +322,21 @@ static tcf_exec_scratch_t *tcf_exec_scratch(void)
 void tcf_fuse_execute(tcf_window_t *w, const char *reason)
 {
     (void)reason;
-    if (!w->nheld)
+    if (!w->nheld && !w->ndec)
         return;
-    atomic_fetch_add(&tcf_ctr.flushes, 1);
+    if (w->nheld)
+        atomic_fetch_add(&tcf_ctr.flushes, 1);
+    else
+        atomic_fetch_add(&tcf_ctr.learned, 1);
     CUcontext cur = NULL;
     int switched = 0;
-    if (tcf_drv.ctx_get_current && tcf_drv.ctx_get_current(&cur) == CUDA_SUCCESS &&
+    if (w->nheld && tcf_drv.ctx_get_current && tcf_drv.ctx_get_current(&cur) == CUDA_SUCCESS &&
         (uint64_t)(uintptr_t)cur != w->ctx && w->ctx && tcf_drv.ctx_set_current)
         switched = tcf_drv.ctx_set_current((CUcontext)(uintptr_t)w->ctx) == CUDA_SUCCESS;
 
     uint32_t from = w->exec_from, n = w->nev - from;
-    if (n > TCF_FUSER_MAX_ITEMS)
-        n = 0;  /* cannot plan: everything goes out as issued below */
+    if (n > TCF_FUSER_MAX_ITEMS || w->ndec < 2)
+        n = 0;  /* nothing to plan: everything goes out as issued below */
     tcf_exec_scratch_t *sc = n ? tcf_exec_scratch() : NULL;
     tcf_item_t *items = sc ? sc->items : NULL;
     uint16_t *ev_of = sc ? sc->ev_of : NULL;
@@ -260,10 +346,10 @@ void tcf_fuse_execute(tcf_window_t *w, const char *reason)
         for (uint32_t i = 0; i < n; i++) {
             const tcf_event_t *e = &w->ev[from + i];
             ev_of[i] = (uint16_t)(from + i);
-            if (e->kind == TCF_EV_LAUNCH && e->held) {
+            if (e->kind == TCF_EV_LAUNCH && e->dec) {  /* held, or issued and kept to learn */
                 items[i].kind = TCF_ITEM_OP;
                 items[i].op = w->ops[from + i];
-            } else if (e->kind == TCF_EV_FREE && e->held) {
+            } else if (e->kind == TCF_EV_FREE) {
                 items[i].kind = TCF_ITEM_FREE;
                 items[i].ptr = e->u.m.ptr;
                 items[i].size = 0;
@@ -279,11 +365,23 @@ void tcf_fuse_execute(tcf_window_t *w, const char *reason)
         planned = tcf_fuser_plan(items, n, plan) == 0;
     }
 
-    /* Which groups run fused: those whose kernel is ready in this context. */
+    /* Which groups run fused: those whose kernel is ready in this context and whose
+     * launches are all still held. Every group's kernel is asked for (a new one is queued)
+     * and a ready one makes its first launch a start. */
     CUfunction fn[TCF_FUSER_MAX_GROUPS] = { 0 };
-    if (planned)
-        for (uint16_t g = 0; g < plan->ngroups; g++)
-            fn[g] = tcf_fkern_get(&plan->groups[g], w, ev_of, (CUcontext)(uintptr_t)w->ctx);
+    for (uint16_t g = 0; planned && g < plan->ngroups; g++) {
+        const tcf_fgroup_t *G = &plan->groups[g];
+        int held = 1;
+        for (uint8_t j = 0; j < G->nitems; j++)
+            held &= w->ev[from + G->items[j]].held;
+        fn[g] = tcf_fkern_get(G, w, ev_of, (CUcontext)(uintptr_t)w->ctx, !held);
+        if (fn[g]) {
+            const tcf_event_t *e0 = &w->ev[from + G->items[0]];
+            tcf_starts_add(tcf_start_sig(e0->u.l.k, w->ops[from + G->items[0]].n));
+        }
+        if (!held)
+            fn[g] = NULL;
+    }
 
     /* Frees inside a fused group's span wait for its kernel. */
     uint32_t pending[64], npending = 0;
@@ -335,6 +433,7 @@ void tcf_fuse_execute(tcf_window_t *w, const char *reason)
     for (uint32_t p = 0; p < npending; p++)
         tcf_issue_free(&w->ev[pending[p]]);
     w->nheld = 0;
+    w->ndec = 0;
     w->exec_from = w->nev;
     if (switched)
         tcf_drv.ctx_set_current(cur);
@@ -371,8 +470,9 @@ void tcf_fuse_stop(void)
             for (uint32_t j = w->exec_from; j < w->nev; j++)
                 w->ev[j].held = 0;
             w->nheld = 0;
-            w->exec_from = w->nev;
         }
+        w->ndec = 0;  /* nothing is planned from here on */
+        w->exec_from = w->nev;
         pthread_mutex_unlock(&w->lock);
     }
 }

@@ -27,10 +27,13 @@ typedef struct {
 } tcf_fjob_t;
 
 /* The generated kernel for group G of a window, in context ctx: returns it when compiled
- * and verified; otherwise NULL, and (the first time) queues its compile and verification,
- * or loads it from the disk cache. Never blocks on a compile. */
+ * and verified; otherwise NULL, and (the first time) queues its compile and verification.
+ * For a held window (learn 0) a kernel the disk cache has is loaded at once, in this
+ * thread: the GPU is waiting for the window anyway. For a window that ran as issued
+ * (learn 1) the worker looks on disk. Never blocks on a compile (but see
+ * TCFUSE_COMPILE_WAIT). */
 CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of_item,
-                         CUcontext ctx);
+                         CUcontext ctx, int learn);
 
 /* Starts the worker, which opens NVRTC and the disk cache at once. 0, or -1 when no
  * thread could be made (then nothing is fused). */

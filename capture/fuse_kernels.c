@@ -3,7 +3,8 @@
  * compiles with NVRTC, loads, and verifies each kernel bitwise against the launches it
  * replaces before anything uses it. The application never waits for a compile: until an
  * entry is ready its windows run as issued. A kernel already compiled and verified by an
- * earlier process is loaded from the disk cache on first sight, in the asking thread.
+ * earlier process is loaded from the disk cache by the worker, or on first sight by a
+ * thread whose window is held (TCFUSE_HOLD_ALL).
  * Failures mark the entry bad for the process, under a named reason.
  *
  * The worker's life: started when fuse mode starts (the process's first driver call, long
@@ -306,7 +307,7 @@ static void tcf_gmemo_add(uint64_t gh, const tcf_group_t *g, tcf_fkern_t *e)  /*
 }
 
 CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of,
-                         CUcontext ctx)
+                         CUcontext ctx, int learn)
 {
     uint64_t gh = XXH3_64bits(&G->g, sizeof G->g);
     pthread_mutex_lock(&tcf_fk_lock);
@@ -352,7 +353,7 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     pthread_mutex_unlock(&tcf_fk_lock);
 
     /* Seen before, by an earlier process: no compile, no verification, usable now. */
-    int arch = tcf_arch_of(ctx);
+    int arch = learn ? 0 : tcf_arch_of(ctx);
     if (arch && tcf_from_disk(e, arch)) {
         atomic_store_explicit(&e->state, TCF_FK_READY, memory_order_release);
         return e->fn;
@@ -396,10 +397,17 @@ void tcf_fuse_refusals(char *line, size_t cap);
 
 void tcf_fuse_stats_print(void)
 {
-    tcf_out("  held          %llu launches, %llu frees; %llu flushes",
-            (unsigned long long)atomic_load(&tcf_ctr.held),
+    unsigned long long held = atomic_load(&tcf_ctr.held), passed = atomic_load(&tcf_ctr.passed),
+                       all = atomic_load(&tcf_ctr.launches);
+    tcf_out("  decoded       %llu of %llu launches (%.1f%%): %llu held, %llu issued at once%s",
+            held + passed, all, all ? 100.0 * (double)(held + passed) / (double)all : 0.0, held,
+            passed, tcf_cfg.hold_all ? " (TCFUSE_HOLD_ALL)" : "");
+    tcf_out("  held          %llu windows from a known start; %llu launches, %llu frees; "
+            "%llu flushes; %llu chains planned as issued",
+            (unsigned long long)atomic_load(&tcf_ctr.holds), held,
             (unsigned long long)atomic_load(&tcf_ctr.held_frees),
-            (unsigned long long)atomic_load(&tcf_ctr.flushes));
+            (unsigned long long)atomic_load(&tcf_ctr.flushes),
+            (unsigned long long)atomic_load(&tcf_ctr.learned));
     tcf_out("  fused         %llu groups; %llu launches removed, %llu stores dropped, "
             "%llu MiB of traffic avoided",
             (unsigned long long)atomic_load(&tcf_ctr.groups_fused),

@@ -44,6 +44,7 @@ enum { TCF_EV_LAUNCH = 0, TCF_EV_ALLOC, TCF_EV_FREE, TCF_EV_MEMSET, TCF_EV_MEMCP
 typedef struct {
     uint8_t  kind, via;
     uint8_t  held;            /* fuse mode: not issued yet */
+    uint8_t  dec;             /* fuse mode: a decoded launch (its op is in the window's ops) */
     int32_t  rc;
     uint64_t t;
     uint64_t stream;
@@ -65,8 +66,9 @@ typedef struct {
     uint32_t        arena_len, arena_cap;
     tcf_key_scratch_t scratch;
     /* fuse mode */
-    struct tcf_op_s  *ops;             /* decoded op of each held launch (cap_ev entries) */
+    struct tcf_op_s  *ops;             /* decoded op of each decoded launch (cap_ev entries) */
     uint32_t          nheld, exec_from;/* held events; first event not yet issued/planned */
+    uint32_t          ndec;            /* decoded launches since exec_from, held or not */
 } tcf_window_t;
 
 /* Window internals shared with fuse*.c (window.c). */
@@ -95,6 +97,8 @@ typedef struct {
     /* fuse mode */
     atomic_ullong held, held_frees, flushes, groups_fused, launches_removed, stores_dropped,
                   bytes_avoided, fused_failed, held_failed, dropped_at_exit;
+    atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from
+                                            * a known start; plans of windows not held */
 } tcf_counters_t;
 extern tcf_counters_t tcf_ctr;
 

@@ -124,8 +124,9 @@ void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160
 {
     if (!w->nev)
         return;
-    if (w->nheld)
-        tcf_fuse_execute(w, reason);  /* held work goes out before anything can observe it */
+    if (w->nheld || w->ndec)  /* held work goes out before anything can observe it; a chain
+                               * that ran as issued is planned, to learn its kernels */
+        tcf_fuse_execute(w, reason);
     tcf_key_item_t stack_items[64];
     tcf_key_item_t *items = w->nev <= 64 ? stack_items : malloc(w->nev * sizeof *items);
     uint64_t key = 0;
@@ -172,6 +173,7 @@ void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160
     w->arena_len = 0;
     w->id = 0;
     w->exec_from = 0;
+    w->ndec = 0;
 }
 
 static void tcf_close_all(const char *reason)

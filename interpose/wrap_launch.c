@@ -14,11 +14,14 @@ static inline int tcf_fusing(void)
     return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) == TCF_MODE_FUSE;
 }
 
-/* Fuse mode holds only legacy-stream cuLaunchKernel launches; the other forms keep order
- * by issuing held work first. */
+/* Fuse mode takes only legacy-stream cuLaunchKernel launches (holds them, or issues and
+ * records them itself); the other forms keep order by issuing held work first. */
 #define TCF_HOLD_cuLaunchKernel(args)                                                    \
-    if (tcf_fusing() && tcf_capture_fuse_launch args)                                    \
-        return CUDA_SUCCESS;
+    {                                                                                    \
+        CUresult taken_rc;                                                               \
+        if (tcf_fusing() && tcf_capture_fuse_launch args)                                \
+            return taken_rc;                                                             \
+    }
 #define TCF_HOLD_OTHER(stream)                                                           \
     if (tcf_fusing())                                                                    \
         tcf_capture_fuse_order(stream);
@@ -31,7 +34,7 @@ static inline int tcf_fusing(void)
             return CUDA_ERROR_NOT_FOUND;                                                 \
         if (!(ptds)) {                                                                   \
             TCF_HOLD_cuLaunchKernel((f, gx, gy, gz, bx, by, bz, smem, stream, params,    \
-                                     extra))                                             \
+                                     extra, &taken_rc))                                  \
         } else {                                                                         \
             TCF_HOLD_OTHER(stream)                                                       \
         }                                                                                \
