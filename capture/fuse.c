@@ -79,18 +79,13 @@ static int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
     return fs;
 }
 
-/* Starts: (kernel, element count) of the first launch of each group whose generated
- * kernel is ready. A set of nonzero words, open addressing, read without a lock on every
- * decoded launch; entries are never removed. Full (or past a short probe): no new starts,
- * so those chains keep running as issued. */
+/* Starts: the kernel of the first launch of each group whose generated kernel is ready
+ * (tcf_fuse_start_sig). A set of nonzero words, open addressing, read
+ * without a lock on every decoded launch; entries are never removed. Full (or past a
+ * short probe): no new starts, so those chains keep running as issued. */
 #define TCF_STARTS 4096
 #define TCF_STARTS_PROBE 16
 static atomic_ullong tcf_starts[TCF_STARTS];
-
-static inline uint64_t tcf_start_sig(const tcf_kernel_t *k, uint32_t n)
-{
-    return (uint64_t)k->id << 32 | n;  /* ids count from 1: never 0 */
-}
 
 static inline unsigned tcf_start_slot(uint64_t sig)
 {
@@ -110,10 +105,10 @@ static int tcf_starts_has(uint64_t sig)
     return 0;
 }
 
-static void tcf_starts_add(uint64_t sig)
+void tcf_fuse_start_add(uint64_t sig)
 {
     unsigned i = tcf_start_slot(sig);
-    for (int p = 0; p < TCF_STARTS_PROBE; p++, i = (i + 1) & (TCF_STARTS - 1)) {
+    for (int p = 0; sig && p < TCF_STARTS_PROBE; p++, i = (i + 1) & (TCF_STARTS - 1)) {
         unsigned long long v = 0;
         if (atomic_compare_exchange_strong(&tcf_starts[i], &v, sig) || v == sig)
             return;
@@ -186,7 +181,7 @@ int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
         tcf_flush_held(NULL, "other-work");
         return 0;
     }
-    int start = tcf_cfg.hold_all || tcf_starts_has(tcf_start_sig(k, op.n));
+    int start = tcf_cfg.hold_all || tcf_starts_has(tcf_fuse_start_sig(k));
     tcf_flush_held(w, "other-stream");
 
     int taken = 0;
@@ -232,6 +227,12 @@ int tcf_capture_fuse_free(CUdeviceptr ptr, CUstream stream)
     if (!tcf_holding)
         return 0;
     tcf_window_t *w = tcf_window_for(stream, 0);
+    if (w && !__atomic_load_n(&w->nheld, __ATOMIC_RELAXED)) {
+        /* Nothing held here: the free goes out now and is recorded in the window, whose
+         * chain goes on (frees sit inside groups). Other streams' held work goes first. */
+        tcf_flush_held(w, "other-stream");
+        return 0;
+    }
     int taken = 0;
     if (w) {
         pthread_mutex_lock(&w->lock);
@@ -375,10 +376,8 @@ void tcf_fuse_execute(tcf_window_t *w, const char *reason)
         for (uint8_t j = 0; j < G->nitems; j++)
             held &= w->ev[from + G->items[j]].held;
         fn[g] = tcf_fkern_get(G, w, ev_of, (CUcontext)(uintptr_t)w->ctx, !held);
-        if (fn[g]) {
-            const tcf_event_t *e0 = &w->ev[from + G->items[0]];
-            tcf_starts_add(tcf_start_sig(e0->u.l.k, w->ops[from + G->items[0]].n));
-        }
+        if (fn[g])
+            tcf_fuse_start_add(tcf_fuse_start_sig(w->ev[from + G->items[0]].u.l.k));
         if (!held)
             fn[g] = NULL;
     }

@@ -35,6 +35,16 @@ typedef struct {
 CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of_item,
                          CUcontext ctx, int learn);
 
+/* A window is held from a launch of a kernel that starts a group whose generated kernel
+ * is ready (fuse.c). Not the element count: the generated source does not depend on it,
+ * so a chain met at a new size is held and fused at once. The worker adds the start of
+ * each kernel it makes ready. */
+static inline uint64_t tcf_fuse_start_sig(const tcf_kernel_t *k)
+{
+    return k->id;  /* ids count from 1: never 0 */
+}
+void tcf_fuse_start_add(uint64_t sig);
+
 /* Starts the worker, which opens NVRTC and the disk cache at once. 0, or -1 when no
  * thread could be made (then nothing is fused). */
 int tcf_fkern_start(void);

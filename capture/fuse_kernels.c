@@ -31,6 +31,7 @@ typedef struct tcf_fkern {
     atomic_int        state;
     CUcontext         ctx;
     CUfunction        fn;
+    uint64_t          start;      /* tcf_fuse_start_sig of the group that asked first */
     char             *src;
     tcf_fjob_t       *job;        /* until the worker takes it */
     struct tcf_fkern *next;       /* bucket chain */
@@ -205,6 +206,8 @@ out:
     free(job);
     e->job = NULL;
     atomic_store_explicit(&e->state, state, memory_order_release);
+    if (state == TCF_FK_READY)  /* the chain that asked is held from its next occurrence */
+        tcf_fuse_start_add(e->start);
 }
 
 static void *tcf_worker_main(void *arg)
@@ -346,6 +349,7 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
         return NULL;
     }
     e->hash = h, e->ctx = ctx;
+    e->start = tcf_fuse_start_sig(w->ev[ev_of[G->items[0]]].u.l.k);
     e->next = tcf_fk[h % TCF_FK_BUCKETS];
     tcf_fk[h % TCF_FK_BUCKETS] = e;
     tcf_nfk++;
