@@ -68,7 +68,7 @@ static atomic_int tcf_have_nvrtc, tcf_have_cache;
 /* Named outcomes, printed with the stats. */
 #define TCF_FK_COUNTERS(X) X(compiled) X(disk_hits) X(verified) X(verify_mismatch) \
     X(verify_unable) X(compile_failed) X(load_failed) X(codegen_failed) X(other_context) \
-    X(table_full)
+    X(table_full) X(kernels_checked) X(kernel_mismatch)
 static struct {
 #define TCF_FK_FIELD(n) atomic_ulong n;
     TCF_FK_COUNTERS(TCF_FK_FIELD)
@@ -140,32 +140,112 @@ static int tcf_from_disk(tcf_fkern_t *e, int arch)
     return ok;
 }
 
+/* The cubin for src: from the disk cache, else compiled (and put there). 0, or -1. */
+static int tcf_cubin_for(const char *src, int arch, int cache, void **cubin, size_t *clen,
+                         int *from_disk)
+{
+    char log[2048];
+    uint64_t ck = tcf_cache_key(TCF_CACHE_CUBIN, src, tcf_nvrtc_version(), arch);
+    *from_disk = 0;
+    if (cache && tcf_cache_get(ck, TCF_CACHE_CUBIN, cubin, clen) == 0) {
+        *from_disk = 1;
+        return 0;
+    }
+    if (!arch || tcf_nvrtc_compile(src, arch, cubin, clen, log, sizeof log) != 0) {
+        atomic_fetch_add(&tcf_fkc.compile_failed, 1);
+        tcf_log(TCF_LOG_INFO, "fuse: compile failed: %.300s", log);
+        return -1;
+    }
+    atomic_fetch_add(&tcf_fkc.compiled, 1);
+    if (cache)
+        tcf_cache_put(ck, TCF_CACHE_CUBIN, *cubin, *clen);
+    return 0;
+}
+
+/* Checks one original's decoding before any group with its kernel is used: the generated
+ * kernel of its op alone against the original on scratch edge values. A mismatch
+ * disables the kernel for the process (its launches are never held or planned again)
+ * and is reported. Verdicts, good and bad, are kept on disk under the op's source and
+ * the kernel's name. 1 good, 0 bad, -1 could not check. */
+static int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cache, CUstream s)
+{
+    const tcf_orig_t *o = &job->orig[j];
+    tcf_kernel_t *k = tcf_kernel_get(o->f);
+    int kv = atomic_load(&k->verdict);
+    if (kv != TCF_KV_UNKNOWN)
+        return kv == TCF_KV_OK;
+    tcf_fjob_t *one = calloc(1, sizeof *one);
+    tcf_fgroup_t *fg = malloc(sizeof *fg);
+    char *src = malloc(TCF_SRC_MAX), *vsrc = malloc(TCF_SRC_MAX + 600);
+    void *cubin = NULL, *v = NULL;
+    size_t clen = 0, vlen = 0;
+    int rc = -1, from_disk;
+    char why[200] = "";
+    CUfunction fn;
+    if (!one || !fg || !src || !vsrc)
+        goto out;
+    if (tcf_fuser_single(&o->op, fg) != 0 || tcf_codegen_source(&fg->g, src, TCF_SRC_MAX) < 0) {
+        snprintf(why, sizeof why, "its op cannot be generated alone");
+        goto out;
+    }
+    /* The verdict's key: the op's source and, as a comment, the kernel it stands for. */
+    snprintf(vsrc, TCF_SRC_MAX + 600, "%s\n// decodes %.500s\n", src, k->name);
+    uint64_t vk = tcf_cache_key(TCF_CACHE_VERDICT, vsrc, tcf_nvrtc_version(), arch);
+    if (cache && tcf_cache_get(vk, TCF_CACHE_VERDICT, &v, &vlen) == 0 && vlen == 2) {
+        rc = !memcmp(v, "ok", 2) ? 1 : !memcmp(v, "no", 2) ? 0 : -1;
+        if (rc >= 0)
+            goto out;
+    }
+    if (tcf_cubin_for(src, arch, cache, &cubin, &clen, &from_disk) != 0 || !tcf_load(cubin, &fn)) {
+        snprintf(why, sizeof why, "its generated kernel would not compile or load");
+        goto out;
+    }
+    one->ctx = job->ctx, one->g = fg->g, one->args = fg->args, one->n = fg->n;
+    one->norig = 1;
+    one->orig[0] = *o;
+    atomic_fetch_add(&tcf_fkc.kernels_checked, 1);
+    int r = tcf_fuse_verify(one, fn, s, why, sizeof why);
+    rc = r == 0 ? 1 : r > 0 ? 0 : -1;
+    if (cache && rc >= 0)
+        tcf_cache_put(vk, TCF_CACHE_VERDICT, rc ? "ok" : "no", 2);
+out:
+    if (rc >= 0) {
+        atomic_store(&k->verdict, rc ? TCF_KV_OK : TCF_KV_BAD);
+        if (!rc) {
+            atomic_store(&k->fuse_state, TCF_FUSE_NEVER);
+            atomic_fetch_add(&tcf_fkc.kernel_mismatch, 1);
+            tcf_log(TCF_LOG_INFO, "fuse: kernel %.200s does not compute what it decodes to "
+                    "(%s/%s, vec %u): never fused in this process%s%s", k->name,
+                    tcf_decode_kind_name(o->op.kind), tcf_decode_dtype_name(o->op.out_dt),
+                    fg->g.vec, why[0] ? ": " : " (verdict from the disk cache)", why);
+        }
+    } else {
+        tcf_log(TCF_LOG_INFO, "fuse: kernel %.200s could not be checked: %s", k->name,
+                why[0] ? why : "out of memory");
+    }
+    free(v);
+    free(cubin);
+    free(vsrc);
+    free(src);
+    free(fg);
+    free(one);
+    return rc;
+}
+
 static void tcf_work(tcf_fkern_t *e)
 {
     tcf_fjob_t *job = e->job;
     int state = TCF_FK_BAD;
     void *cubin = NULL;
     size_t clen = 0;
-    char log[2048];
     CUstream s = NULL;
     int from_disk = 0;
     if (tcf_drv.ctx_set_current(job->ctx) != CUDA_SUCCESS || !atomic_load(&tcf_have_nvrtc))
         goto out;
     int arch = tcf_arch_of(job->ctx);
     int cache = atomic_load(&tcf_have_cache);
-    uint64_t ck = tcf_cache_key(TCF_CACHE_CUBIN, e->src, tcf_nvrtc_version(), arch);
-    if (cache && tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0) {
-        from_disk = 1;
-    } else {
-        if (!arch || tcf_nvrtc_compile(e->src, arch, &cubin, &clen, log, sizeof log) != 0) {
-            atomic_fetch_add(&tcf_fkc.compile_failed, 1);
-            tcf_log(TCF_LOG_INFO, "fuse: compile failed: %.300s", log);
-            goto out;
-        }
-        atomic_fetch_add(&tcf_fkc.compiled, 1);
-        if (cache)
-            tcf_cache_put(ck, TCF_CACHE_CUBIN, cubin, clen);
-    }
+    if (tcf_cubin_for(e->src, arch, cache, &cubin, &clen, &from_disk) != 0)
+        goto out;
     if (!tcf_load(cubin, &e->fn)) {
         atomic_fetch_add(&tcf_fkc.load_failed, 1);
         goto out;
@@ -178,6 +258,17 @@ static void tcf_work(tcf_fkern_t *e)
     if (tcf_drv.stream_create(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
         atomic_fetch_add(&tcf_fkc.verify_unable, 1);
         goto out;
+    }
+    /* Each kernel's decoding alone first: a wrong one is disabled by itself, and the
+     * chains around it fuse without it. */
+    for (uint32_t j = 0; j < job->norig; j++) {
+        if (__atomic_load_n(&tcf_worker_stop, __ATOMIC_RELAXED))
+            goto out;  /* exiting: the job in hand ends at the next step */
+        int kv = tcf_kernel_check(job, j, arch, cache, s);
+        if (kv <= 0) {
+            atomic_fetch_add(kv == 0 ? &tcf_fkc.verify_mismatch : &tcf_fkc.verify_unable, 1);
+            goto out;
+        }
     }
     char why[200] = "";
     int v = tcf_fuse_verify(job, e->fn, s, why, sizeof why);
@@ -418,15 +509,17 @@ void tcf_fuse_stats_print(void)
             (unsigned long long)atomic_load(&tcf_ctr.launches_removed),
             (unsigned long long)atomic_load(&tcf_ctr.stores_dropped),
             (unsigned long long)(atomic_load(&tcf_ctr.bytes_avoided) >> 20));
-    tcf_out("  kernels       %u generated: %lu compiled, %lu from the disk cache, %lu verified",
+    tcf_out("  kernels       %u generated: %lu compiled, %lu from the disk cache, %lu verified; "
+            "%lu decoded kernels checked alone, %lu disabled",
             tcf_nfk, atomic_load(&tcf_fkc.compiled), atomic_load(&tcf_fkc.disk_hits),
-            atomic_load(&tcf_fkc.verified));
+            atomic_load(&tcf_fkc.verified), atomic_load(&tcf_fkc.kernels_checked),
+            atomic_load(&tcf_fkc.kernel_mismatch));
     char line[512];
     size_t len = 0;
     line[0] = '\0';
 #define TCF_FK_PRINT(nm)                                                                   \
     if (atomic_load(&tcf_fkc.nm) && strcmp(#nm, "compiled") && strcmp(#nm, "disk_hits") && \
-        strcmp(#nm, "verified") && len < sizeof line)                                      \
+        strcmp(#nm, "verified") && strcmp(#nm, "kernels_checked") && len < sizeof line)    \
         len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %lu", len ? ", " : "", \
                                 #nm, atomic_load(&tcf_fkc.nm));
     TCF_FK_COUNTERS(TCF_FK_PRINT)

@@ -30,9 +30,11 @@ typedef struct {
     atomic_int  fuse_state;   /* TCF_FUSE_*: whether fuse mode may hold its launches */
     tcf_decode_kernel_t dk;   /* fuse mode: what its name and layout decode to; written once
                                * before fuse_state becomes DECODABLE (release) */
+    atomic_int  verdict;      /* TCF_KV_*: its decoding checked alone (fuse_kernels.c) */
 } tcf_kernel_t;
 
 enum { TCF_FUSE_UNKNOWN = 0, TCF_FUSE_DECODING, TCF_FUSE_DECODABLE, TCF_FUSE_NEVER };
+enum { TCF_KV_UNKNOWN = 0, TCF_KV_OK, TCF_KV_BAD };
 
 /* The memoized identity of a handle; never NULL (a shared "unknown" entry on failure). */
 tcf_kernel_t *tcf_kernel_get(CUfunction f);

@@ -67,6 +67,9 @@ int tcf_nvrtc_open(const char *override_path, char *err, size_t errcap);
 /* An exit handler that waits for any compile under way (nvrtc.c says why): registered
  * with atexit after the open and again after every compile. Set it before the open. */
 void tcf_nvrtc_on_exit(void (*hook)(void));
+/* Called after every exit handler registration (interpose/atexit.c) with the registering
+ * object's handle: one from an NVRTC library is followed by the exit hook's. */
+void tcf_nvrtc_exit_registered(void *dso);
 /* "13.0" etc.; "" before a successful open. */
 const char *tcf_nvrtc_version(void);
 /* Compiles src for sm_<arch> (90 for H100) to a cubin, malloc'ed into *cubin (caller

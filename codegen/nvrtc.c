@@ -26,6 +26,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,7 @@ static int tcf_nvrtc_resolve(void *h, tcf_nvrtc_api_t *api, const char **missing
 void tcf_nvrtc_on_exit(void (*hook)(void))
 {
     pthread_mutex_lock(&tcf_nvrtc_lock);
-    tcf_nvrtc_exit_hook = hook;
+    __atomic_store_n(&tcf_nvrtc_exit_hook, hook, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&tcf_nvrtc_lock);
 }
 
@@ -112,6 +113,21 @@ static void tcf_nvrtc_reregister(void (*hook)(void))
 {
     if (hook)
         atexit(hook);
+}
+
+static atomic_int tcf_nvrtc_loading;  /* an NVRTC library was (or is being) opened */
+
+void tcf_nvrtc_exit_registered(void *dso)
+{
+    Dl_info di;
+    void (*hook)(void) = __atomic_load_n(&tcf_nvrtc_exit_hook, __ATOMIC_ACQUIRE);
+    if (!hook || !atomic_load_explicit(&tcf_nvrtc_loading, memory_order_relaxed) || !dso ||
+        !dladdr(dso, &di) || !di.dli_fname)
+        return;
+    const char *base = strrchr(di.dli_fname, '/');
+    if (strncmp(base ? base + 1 : di.dli_fname, "libnvrtc", 8))
+        return;
+    atexit(hook);  /* its own registration comes back here from tcfuse: not an NVRTC one */
 }
 
 /* A compile of a tiny kernel (result unused), so that what NVRTC makes at its first
@@ -134,6 +150,7 @@ static int tcf_nvrtc_try(const char *path, int noload, char *err, size_t errcap)
     tcf_nvrtc_api_t api;
     const char *missing = NULL;
     int major = 0, minor = 0;
+    atomic_store(&tcf_nvrtc_loading, 1);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | (noload ? RTLD_NOLOAD : 0));
     if (!h) {
         const char *e = dlerror();

@@ -107,6 +107,11 @@ int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan);
 int tcf_fuser_bind(const tcf_fgroup_t *grp, const tcf_item_t *items, size_t n,
                    tcf_fused_args_t *args);
 
+/* The group of op alone, every store kept, bound to op's addresses and scalars: what
+ * checking one decoded kernel against its original runs. 0, or -1 when op cannot be
+ * reasoned about or its own operands overlap. */
+int tcf_fuser_single(const tcf_op_t *op, tcf_fgroup_t *g);
+
 const char *tcf_fuser_reason_name(tcf_fuser_reason_t r);
 
 #endif

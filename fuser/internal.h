@@ -43,8 +43,8 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
 /* A free of ptr seen after the builder's ops: buffers starting there are dead. */
 void tcf_fuser_build_free(tcf_fuser_build_t *b, uint64_t ptr);
 
-/* Fills *g (span, codegen group, args, bindings, stores, bytes) from a builder of two
- * ops or more; items[0..n) is the whole window, scanned after the group for frees.
+/* Fills *g (span, codegen group, args, bindings, stores, bytes) from a builder of one
+ * op or more; items[0..n) is the whole window, scanned after the group for frees.
  * Returns 1 when vec fell to 1 because an address is not 16-byte aligned, else 0. */
 int tcf_fuser_build_finish(const tcf_fuser_build_t *b, const tcf_item_t *items, size_t n,
                            tcf_fgroup_t *g);

@@ -95,3 +95,14 @@ int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan)
     close_group(&w, TCF_FUSER_ALONE);
     return 0;
 }
+
+int tcf_fuser_single(const tcf_op_t *op, tcf_fgroup_t *g)
+{
+    tcf_item_t item = { .kind = TCF_ITEM_OP, .op = *op };
+    tcf_fuser_build_t b;
+    memset(&b, 0, sizeof b);
+    if (!tcf_fuser_op_ok(op) || tcf_fuser_build_add(&b, &item, 0) >= 0)
+        return -1;
+    tcf_fuser_build_finish(&b, &item, 1, g);
+    return 0;
+}

@@ -233,6 +233,33 @@ TEST(bind_other_window)
 static tcf_item_t gelu[8];
 static int ngelu;
 
+/* One decoded kernel checked alone: a group of one op, every store kept, bound to it. */
+TEST(single_op_group)
+{
+    tcf_fgroup_t g;
+    tcf_item_t a = scal(BIN(ADD, MB(2), MB(0), MB(1)), TCF_SARG_NONE, -1.0f, 0, 1);
+    CHECK_EQ_INT(tcf_fuser_single(&a.op, &g), 0);
+    CHECK(g.nitems == 1 && g.g.nops == 1 && g.n == N && g.args.n == N && g.stores_dropped == 0);
+    CHECK(g.g.nbufs == 3 && g.args.buf[0] == MB(0) && g.args.buf[1] == MB(1) && g.args.buf[2] == MB(2));
+    CHECK(g.g.ops[0].in_src[0] == 0 && g.g.ops[0].in_src[1] == 1 && g.g.ops[0].out_buf == 2);
+    CHECK(g.g.nscalars == 1 && g.args.s[0] == 0xbf800000u && g.g.vec == 4);
+    char src[16384];
+    CHECK(tcf_codegen_source(&g.g, src, sizeof src) > 0);
+    /* in place: one buffer, loaded and stored */
+    tcf_item_t b = UN(TANH, MB(3), MB(3));
+    CHECK_EQ_INT(tcf_fuser_single(&b.op, &g), 0);
+    CHECK(g.g.nbufs == 1 && g.g.ops[0].in_src[0] == 0 && g.g.ops[0].out_buf == 0);
+    /* unaligned: scalar code */
+    tcf_item_t c = UN(EXP, MB(5) + 4, MB(4));
+    CHECK_EQ_INT(tcf_fuser_single(&c.op, &g), 0);
+    CHECK(g.g.vec == 1);
+    /* refused: a partial overlap of its own operands, or an op nothing can reason about */
+    tcf_item_t d = BIN(MUL, MB(6) + 8, MB(6), MB(7));
+    CHECK_EQ_INT(tcf_fuser_single(&d.op, &g), -1);
+    tcf_item_t e = UN(NEG, 0, MB(8));
+    CHECK_EQ_INT(tcf_fuser_single(&e.op, &g), -1);
+}
+
 static void load_gelu(void)
 {
     static char name[8][4096];
@@ -406,6 +433,7 @@ int main(void)
     RUN(dtypes_where_cast_addcmul_sargs);
     RUN(bind_other_window);
     RUN(hand_gelu_is_one_group_of_8);
+    RUN(single_op_group);
     RUN(recorded_traces);
     return check_main_end();
 }
