@@ -109,8 +109,11 @@ void tcf_fuse_start_add(uint64_t sig)
 {
     unsigned i = tcf_start_slot(sig);
     for (int p = 0; sig && p < TCF_STARTS_PROBE; p++, i = (i + 1) & (TCF_STARTS - 1)) {
-        unsigned long long v = 0;
-        if (atomic_compare_exchange_strong(&tcf_starts[i], &v, sig) || v == sig)
+        /* Read first: every flush that fuses a group adds its start again, and a compare-
+         * and-swap would take the cache line from every thread reading the set. */
+        unsigned long long v = atomic_load_explicit(&tcf_starts[i], memory_order_relaxed);
+        if (v == sig || (!v && (atomic_compare_exchange_strong(&tcf_starts[i], &v, sig) ||
+                                v == sig)))
             return;
     }
 }

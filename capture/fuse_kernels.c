@@ -110,16 +110,29 @@ static CUfunction tcf_load(const void *cubin, CUfunction *fn)
     return *fn;
 }
 
-/* Whether the disk cache holds this source's verdict as verified. */
-static int tcf_verdict_ok(const char *src, int arch)
+/* The verdict the disk cache holds for a source (a group's, or a kernel's own check):
+ * 1 verified, 0 failed, -1 none. */
+static int tcf_verdict_get(const char *src, int arch)
 {
     void *v = NULL;
     size_t vlen = 0;
+    int r = -1;
     uint64_t vk = tcf_cache_key(TCF_CACHE_VERDICT, src, tcf_nvrtc_version(), arch);
-    int ok = tcf_cache_get(vk, TCF_CACHE_VERDICT, &v, &vlen) == 0 && vlen == 2 &&
-             !memcmp(v, "ok", 2);
+    if (tcf_cache_get(vk, TCF_CACHE_VERDICT, &v, &vlen) == 0 && vlen == 2)
+        r = !memcmp(v, "ok", 2) ? 1 : !memcmp(v, "no", 2) ? 0 : -1;
     free(v);
-    return ok;
+    return r;
+}
+
+static void tcf_verdict_put(const char *src, int arch, int ok)
+{
+    tcf_cache_put(tcf_cache_key(TCF_CACHE_VERDICT, src, tcf_nvrtc_version(), arch),
+                  TCF_CACHE_VERDICT, ok ? "ok" : "no", 2);
+}
+
+static int tcf_verdict_ok(const char *src, int arch)
+{
+    return tcf_verdict_get(src, arch) == 1;
 }
 
 /* The disk cache knows this source as compiled and verified: load it now. Until the worker
@@ -177,8 +190,8 @@ static int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cac
     tcf_fjob_t *one = calloc(1, sizeof *one);
     tcf_fgroup_t *fg = malloc(sizeof *fg);
     char *src = malloc(TCF_SRC_MAX), *vsrc = malloc(TCF_SRC_MAX + 600);
-    void *cubin = NULL, *v = NULL;
-    size_t clen = 0, vlen = 0;
+    void *cubin = NULL;
+    size_t clen = 0;
     int rc = -1, from_disk;
     char why[200] = "";
     CUfunction fn;
@@ -190,12 +203,8 @@ static int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cac
     }
     /* The verdict's key: the op's source and, as a comment, the kernel it stands for. */
     snprintf(vsrc, TCF_SRC_MAX + 600, "%s\n// decodes %.500s\n", src, k->name);
-    uint64_t vk = tcf_cache_key(TCF_CACHE_VERDICT, vsrc, tcf_nvrtc_version(), arch);
-    if (cache && tcf_cache_get(vk, TCF_CACHE_VERDICT, &v, &vlen) == 0 && vlen == 2) {
-        rc = !memcmp(v, "ok", 2) ? 1 : !memcmp(v, "no", 2) ? 0 : -1;
-        if (rc >= 0)
-            goto out;
-    }
+    if (cache && (rc = tcf_verdict_get(vsrc, arch)) >= 0)
+        goto out;
     if (tcf_cubin_for(src, arch, cache, &cubin, &clen, &from_disk) != 0 || !tcf_load(cubin, &fn)) {
         snprintf(why, sizeof why, "its generated kernel would not compile or load");
         goto out;
@@ -207,7 +216,7 @@ static int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cac
     int r = tcf_fuse_verify(one, fn, s, why, sizeof why);
     rc = r == 0 ? 1 : r > 0 ? 0 : -1;
     if (cache && rc >= 0)
-        tcf_cache_put(vk, TCF_CACHE_VERDICT, rc ? "ok" : "no", 2);
+        tcf_verdict_put(vsrc, arch, rc);
 out:
     if (rc >= 0) {
         atomic_store(&k->verdict, rc ? TCF_KV_OK : TCF_KV_BAD);
@@ -223,7 +232,6 @@ out:
         tcf_log(TCF_LOG_INFO, "fuse: kernel %.200s could not be checked: %s", k->name,
                 why[0] ? why : "out of memory");
     }
-    free(v);
     free(cubin);
     free(vsrc);
     free(src);
@@ -276,8 +284,7 @@ static void tcf_work(tcf_fkern_t *e)
         state = TCF_FK_READY;
         atomic_fetch_add(&tcf_fkc.verified, 1);
         if (cache)
-            tcf_cache_put(tcf_cache_key(TCF_CACHE_VERDICT, e->src, tcf_nvrtc_version(), arch),
-                          TCF_CACHE_VERDICT, "ok", 2);
+            tcf_verdict_put(e->src, arch, 1);
     } else {
         atomic_fetch_add(v > 0 ? &tcf_fkc.verify_mismatch : &tcf_fkc.verify_unable, 1);
         char ops[256];

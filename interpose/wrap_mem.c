@@ -83,7 +83,7 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
         if (tcf_fusing())                                                                \
-            tcf_capture_fuse_order(stream);                                                           \
+            tcf_capture_fuse_order(stream);                                      \
         CUresult rc = real(dst, v, n, stream);                                           \
         if (tcf_on())                                                                    \
             tcf_capture_memset(name, dst, v, elem, n, stream, ptds, rc);                 \
@@ -94,7 +94,7 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
         if (tcf_fusing())                                                                \
-            tcf_capture_fuse_order(stream);                                                           \
+            tcf_capture_fuse_order(stream);                                      \
         CUresult rc = real(dst, src, n, stream);                                         \
         if (tcf_on())                                                                    \
             tcf_capture_memcpy("cuMemcpyDtoDAsync", dst, src, n, stream, ptds, rc);      \
