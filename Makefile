@@ -54,6 +54,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtcfuse.a tests/unit/check.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libtcfuse.a $(LDLIBS) -lm
 
+# A library named like NVRTC, mapped by test_nvrtc_owns.
+$(BUILD)/tests/libnvrtc-tcftest.so: tests/unit/fake_nvrtc.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
+$(BUILD)/tests/test_nvrtc_owns: $(BUILD)/tests/libnvrtc-tcftest.so
+
 # The stand-in driver and the programs the BATS suites run under LD_PRELOAD.
 -include tests/stub/stub.mk
 

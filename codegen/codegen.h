@@ -70,6 +70,10 @@ void tcf_nvrtc_on_exit(void (*hook)(void));
 /* Called after every exit handler registration (interpose/atexit.c) with the registering
  * object's handle: one from an NVRTC library is followed by the exit hook's. */
 void tcf_nvrtc_exit_registered(void *dso);
+/* Whether addr lies in a loaded library whose file name starts with "libnvrtc", found by
+ * address (never by symbol: nvrtc.c says why). walk=1 skips _dl_find_object and walks the
+ * loaded objects' segments, the way a C library without it is served (for tests). */
+int tcf_nvrtc_owns(const void *addr, int walk);
 /* "13.0" etc.; "" before a successful open. */
 const char *tcf_nvrtc_version(void);
 /* Compiles src for sm_<arch> (90 for H100) to a cubin, malloc'ed into *cubin (caller

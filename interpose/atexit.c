@@ -5,7 +5,8 @@
  * would run first and destroy NVRTC under that compile (a crash at exit, seen on the H100).
  * So each registration made from an NVRTC library is followed at once by the hook's. Every
  * other registration passes straight through; until NVRTC is open this is one load and a
- * call. */
+ * call, after it a lookup of the registering library by address (PyTorch registers on the
+ * first call of each op, so this must stay cheap: see tcf_nvrtc_owns). */
 #include <dlfcn.h>
 
 #include "codegen/codegen.h"
