@@ -153,7 +153,8 @@ int tcf_capture_fuse_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 {
     if (!tcf_holding)
         return 0;
-    if (!tcf_fkern_usable()) {  /* NVRTC still opening, or absent: run as issued */
+    if (tcf_fkern_absent()) {  /* no NVRTC: nothing can be fused, all runs as issued */
+        atomic_fetch_add_explicit(&tcf_ctr.no_nvrtc, 1, memory_order_relaxed);
         tcf_flush_held(NULL, "other-work");
         return 0;
     }
@@ -490,4 +491,7 @@ void tcf_fuse_refusals(char *line, size_t cap)
             len += (size_t)snprintf(line + len, cap - len, "%s%s %lu", len ? ", " : "",
                                     tcf_decode_reason((tcf_decode_status_t)s), c);
     }
+    unsigned long long nn = atomic_load(&tcf_ctr.no_nvrtc);
+    if (nn && len < cap)
+        snprintf(line + len, cap - len, "%sno NVRTC %llu", len ? ", " : "", nn);
 }

@@ -49,8 +49,9 @@ void tcf_fuse_start_add(uint64_t sig);
  * thread could be made (then nothing is fused). */
 int tcf_fkern_start(void);
 
-/* Whether the worker has NVRTC open (nothing is held before: see fuse_kernels.c). */
-int tcf_fkern_usable(void);
+/* Whether the worker found no NVRTC (then nothing is decoded). While it is still opening
+ * NVRTC, launches are decoded and chains learned as usual: their jobs wait in the queue. */
+int tcf_fkern_absent(void);
 
 /* Stops the worker (at exit): waits for the job in hand, parks it, drops the rest. */
 void tcf_fkern_stop(void);

@@ -331,10 +331,10 @@ static void *tcf_worker_main(void *arg)
     return NULL;
 }
 
-int tcf_fkern_usable(void)
+int tcf_fkern_absent(void)
 {
-    return atomic_load_explicit(&tcf_have_nvrtc, memory_order_relaxed) &&
-           atomic_load_explicit(&tcf_worker_warm, memory_order_acquire);
+    return atomic_load_explicit(&tcf_worker_warm, memory_order_acquire) &&
+           !atomic_load_explicit(&tcf_have_nvrtc, memory_order_relaxed);
 }
 
 int tcf_fkern_start(void)

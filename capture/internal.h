@@ -101,6 +101,7 @@ typedef struct {
                   bytes_avoided, fused_failed, held_failed, dropped_at_exit;
     atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from
                                             * a known start; plans of windows not held */
+    atomic_ullong no_nvrtc;                /* launches not decoded: no NVRTC was found */
 } tcf_counters_t;
 extern tcf_counters_t tcf_ctr;
 
