@@ -1,13 +1,15 @@
 """First-iteration benchmark: what a program's first calls cost under tcfuse, against eager
 and torch.compile, each in fresh processes. Not a test: it prints a table.
 
-    python3 bench/first_call.py [--procs N]
+    python3 bench/first_call.py [--procs N] [--variants eager,tcfuse cold,...]
 
 Each child process initializes CUDA (not timed: the same for every variant), then times,
 with a synchronize after each, the first call of the hand-written tanh-GELU on 2^24 floats
 (PyTorch loads its kernels lazily here, in every variant), the second call right after it,
 and, after a second of calls, the median of 20 later calls. Variants, interleaved, N
-processes each (default 5), medians across processes:
+processes each (default 5), medians across processes. The first call is mostly the driver
+loading PyTorch's kernels (lazily, on first launch), which varies by tens of milliseconds
+from one process to the next: use enough processes to compare medians. Variants:
   eager           plain PyTorch
   eager async     plain PyTorch with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (the
                   allocator tcfuse's fuse mode selects)
@@ -77,6 +79,18 @@ def run(variant, cache):
 
 def main():
     procs = int(sys.argv[sys.argv.index("--procs") + 1]) if "--procs" in sys.argv else 5
+    variants = ["eager", "eager async", "tcfuse observe", "tcfuse cold", "tcfuse warm", "compile"]
+    if "--variants" in sys.argv:
+        want = sys.argv[sys.argv.index("--variants") + 1].split(",")
+        unknown = [v for v in want if v not in variants]
+        if unknown:
+            print(f"bench/first_call: unknown variant(s) {unknown}; known: {variants}", file=sys.stderr)
+            return 2
+        variants = [v for v in variants if v in want]
+        if "tcfuse warm" in variants and "tcfuse cold" not in variants:
+            print("bench/first_call: 'tcfuse warm' reads the cache 'tcfuse cold' leaves; name both",
+                  file=sys.stderr)
+            return 2
     try:
         import torch
         if not torch.cuda.is_available():
@@ -84,7 +98,6 @@ def main():
     except Exception:
         print("bench/first_call: skipped (no CUDA GPU)")
         return 0
-    variants = ["eager", "eager async", "tcfuse observe", "tcfuse cold", "tcfuse warm", "compile"]
     res = {v: [] for v in variants}
     warm = tempfile.mkdtemp(prefix="tcfuse-first-warm-")
     try:
@@ -99,13 +112,14 @@ def main():
                     shutil.rmtree(cache, ignore_errors=True)
                 if r:
                     res[v].append(r)
+                    print(f"  {v:14} process {i + 1}: first {r['first']*1e3:.1f} ms", file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(warm, ignore_errors=True)
     med = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("nan")
     print(f"bench/first_call, {torch.cuda.get_device_name()}, torch {torch.__version__}: hand GELU, "
           f"2^24 float32, medians of {procs} fresh processes (ms)")
     print(f"{'variant':14} {'1st call':>9} {'2nd call':>9} {'later':>9} {'1st / eager 1st':>15}")
-    e1 = med([r["first"] for r in res["eager"]])
+    e1 = med([r["first"] for r in res.get("eager", [])])
     for v in variants:
         f1 = med([r["first"] for r in res[v]])
         print(f"{v:14} {f1*1e3:9.3f} {med([r['second'] for r in res[v]])*1e3:9.3f}"
