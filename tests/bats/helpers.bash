@@ -35,16 +35,35 @@ QUERIES=(cuCtxGetDevice cuCtxGetDevice_v2 cuCtxGetCurrent cuDeviceGet cuDeviceGe
          cuInit cuGetErrorString cuKernelGetName cuKernelGetParamInfo)
 LOOKUPS=(gpa gpa-legacy gpa-ptds gpa1 gpa-global dlsym dlsym-ptsz)
 
-common_setup() {
+# No TCFUSE_*, FAKECUDA_* or LD_PRELOAD; $T; the repository root as working directory.
+clean_setup() {
     local v
     for v in $(env | sed -n 's/^\(TCFUSE_[A-Za-z0-9_]*\)=.*/\1/p; s/^\(FAKECUDA_[A-Za-z0-9_]*\)=.*/\1/p'); do
         unset "$v"
     done
     unset LD_PRELOAD
-    export TCFUSE_IDLE_US=0
-    export LD_LIBRARY_PATH="$STUB"
     T="$BATS_TEST_TMPDIR"
     cd "$ROOT" || return 1
+}
+
+# Suites of the tcfuse command alone, on trace files (no stub driver): plan, report.
+command_setup() {
+    clean_setup || return 1
+    [ -x "$TCFUSE" ] || { echo "missing $TCFUSE: run make" >&2; return 1; }
+}
+
+# Runs the command with stdout and stderr kept apart: $T/out, $T/err, $status. Returns 0
+# whatever the command's status, like bats' `run`, so tests check $status themselves.
+split() {
+    status=0
+    "$@" >"$T/out" 2>"$T/err" || status=$?
+    return 0
+}
+
+common_setup() {
+    clean_setup || return 1
+    export TCFUSE_IDLE_US=0
+    export LD_LIBRARY_PATH="$STUB"
     [ -x "$LIB" ] || { echo "missing $LIB: run make" >&2; return 1; }
     [ -x "$PROGS/scen" ] || { echo "missing $PROGS/scen: run make stub" >&2; return 1; }
 }

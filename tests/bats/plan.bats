@@ -9,24 +9,12 @@
 #             each result in a block of its own, every temporary freed after its last use.
 # Run from anywhere: `bats tests/bats/plan.bats` after `make build/tcfuse`.
 
+load helpers
+
 setup() {
-    ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
-    TCFUSE="$ROOT/build/tcfuse"
+    command_setup
     GELU="tests/fixtures/gelu-window.jsonl"
     SAMPLE="tests/fixtures/sample-observe.jsonl"
-    T="$BATS_TEST_TMPDIR"
-    local v
-    for v in $(env | sed -n 's/^\(TCFUSE_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-    unset LD_PRELOAD
-    cd "$ROOT" || return 1
-    [ -x "$TCFUSE" ] || { echo "missing $TCFUSE: run make" >&2; return 1; }
-}
-
-# Runs the command with stdout and stderr kept apart: $T/out, $T/err, $status.
-split() {
-    status=0
-    "$@" >"$T/out" 2>"$T/err" || status=$?
-    return 0
 }
 
 # The output without the generated source (another module's text, checked elsewhere).

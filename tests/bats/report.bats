@@ -4,25 +4,11 @@
 # (LD_PRELOAD, the TCFUSE_* variables, exit codes when the command or the library is
 # missing). Run from anywhere: `bats tests/bats/report.bats` after `make all`.
 
-setup() {
-    ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
-    TCFUSE="$ROOT/build/tcfuse"
-    LIB="$ROOT/build/libtcfuse.so"
-    FIX="tests/fixtures/sample-observe.jsonl"
-    T="$BATS_TEST_TMPDIR"
-    local v
-    for v in $(env | sed -n 's/^\(TCFUSE_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-    unset LD_PRELOAD
-    cd "$ROOT" || return 1
-    [ -x "$TCFUSE" ] || { echo "missing $TCFUSE: run make" >&2; return 1; }
-}
+load helpers
 
-# Runs the command with stdout and stderr kept apart: $T/out, $T/err, $status. Returns 0
-# whatever the command's status, like bats' `run`, so tests check $status themselves.
-split() {
-    status=0
-    "$@" >"$T/out" 2>"$T/err" || status=$?
-    return 0
+setup() {
+    command_setup
+    FIX="tests/fixtures/sample-observe.jsonl"
 }
 
 need_lib() { [ -f "$LIB" ] || skip "no $LIB (make build/libtcfuse.so)"; }
