@@ -65,19 +65,14 @@ static int tcf_addr_index(tcf_vaddr_t *a, uint32_t *na, uint64_t addr, tcf_dtype
     return (int)(*na)++;
 }
 
-int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *why, size_t cap)
+/* One run of the check at element count n, operand i at byte offset off[i] (< 256) into
+ * its own scratch region. 0 equal, 1 a stored buffer differs, -1 could not check. */
+static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint32_t na,
+                           const uint32_t *off, uint32_t n, CUfunction fused, CUstream s,
+                           char *why, size_t cap)
 {
-    tcf_vaddr_t addr[TCF_MAX_ADDR];
-    uint32_t na = 0, n = job->n < TCF_VERIFY_N ? (uint32_t)job->n : TCF_VERIFY_N;
-    for (uint32_t j = 0; j < job->norig; j++) {
-        const tcf_op_t *op = &job->orig[j].op;
-        if (tcf_addr_index(addr, &na, op->out, op->out_dt) < 0)
-            goto unable;
-        for (uint8_t i = 0; i < op->nin; i++)
-            if (tcf_addr_index(addr, &na, op->in[i], op->in_dt[i]) < 0)
-                goto unable;
-    }
-    size_t stride = ((size_t)n * 4 + 255) & ~(size_t)255;   /* room for any dtype */
+    /* room for any dtype at the largest offset */
+    size_t stride = ((size_t)n * 4 + 256 + 255) & ~(size_t)255;
     CUdeviceptr base = 0;
     uint8_t *host = malloc(stride * 2);
     if (!host || tcf_drv.mem_alloc(&base, stride * na * 2) != CUDA_SUCCESS) {
@@ -85,12 +80,13 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
         snprintf(why, cap, "no scratch memory");
         return -1;
     }
-    /* Set A (originals) at base + i*stride, set B (generated) after it; same contents. */
+    /* Set A (originals) at base + i*stride + off[i], set B (generated) after it; same
+     * contents. */
     CUdeviceptr setB = base + stride * na;
     int rc = -1;
     for (uint32_t i = 0; i < na; i++) {
         memset(host, 0, stride);
-        tcf_fill(host, addr[i].dt, n, i + 1);
+        tcf_fill(host + off[i], addr[i].dt, n, i + 1);
         if (tcf_drv.memcpy_htod_async(base + i * stride, host, stride, s) ||
             tcf_drv.memcpy_htod_async(setB + i * stride, host, stride, s) ||
             tcf_drv.stream_synchronize(s))
@@ -104,7 +100,7 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
             memcpy(&v, o.params + at, 8);
             for (uint32_t i = 0; i < na; i++)
                 if (v == addr[i].addr) {
-                    v = base + i * stride;
+                    v = base + i * stride + off[i];
                     memcpy(o.params + at, &v, 8);
                     break;
                 }
@@ -150,6 +146,7 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
     tcf_fused_args_t args = job->args;
     args.n = n;
     int stored[TCF_GROUP_MAX_BUFS] = { 0 };
+    uint32_t bi[TCF_GROUP_MAX_BUFS];   /* each buffer's operand */
     for (uint8_t b = 0; b < job->g.nbufs; b++) {
         int i = -1;
         for (uint32_t k = 0; k < na; k++)
@@ -159,7 +156,8 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
             snprintf(why, cap, "a buffer of the group is no operand of its ops");
             goto done;
         }
-        args.buf[b] = setB + (uint32_t)i * stride;
+        bi[b] = (uint32_t)i;
+        args.buf[b] = setB + (uint32_t)i * stride + off[i];
     }
     for (uint8_t k = 0; k < job->g.nops; k++)
         if (job->g.ops[k].out_buf != TCF_NO_STORE)
@@ -182,24 +180,31 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
     for (uint8_t b = 0; b < job->g.nbufs && rc == 0; b++) {
         if (!stored[b])
             continue;
-        CUdeviceptr a = base + (args.buf[b] - setB);
-        size_t bytes = (size_t)n * tcf_esize(job->g.buf_dt[b]);
-        if (tcf_drv.memcpy_dtoh_async(host, a, bytes, s) ||
-            tcf_drv.memcpy_dtoh_async(host + stride, args.buf[b], bytes, s) ||
+        /* the whole region, so that a store outside the operand's elements shows too */
+        CUdeviceptr a = base + bi[b] * stride, g = setB + bi[b] * stride;
+        size_t es = tcf_esize(job->g.buf_dt[b]);
+        if (tcf_drv.memcpy_dtoh_async(host, a, stride, s) ||
+            tcf_drv.memcpy_dtoh_async(host + stride, g, stride, s) ||
             tcf_drv.stream_synchronize(s)) {
             rc = -1;
             snprintf(why, cap, "could not read scratch memory back");
             break;
         }
-        if (memcmp(host, host + stride, bytes)) {
-            size_t at = 0, es = tcf_esize(job->g.buf_dt[b]);
-            while (at < bytes && !memcmp(host + at, host + stride + at, es))
-                at += es;
+        if (memcmp(host, host + stride, stride)) {
+            size_t at = 0;
+            while (at < stride && host[at] == host[stride + at])
+                at++;
+            long e = at < off[bi[b]] ? -1 : (long)((at - off[bi[b]]) / es);
+            size_t first = at < off[bi[b]] || e >= (long)n ? at : off[bi[b]] + (size_t)e * es;
             uint32_t x = 0, y = 0;
-            memcpy(&x, host + at, es);
-            memcpy(&y, host + stride + at, es);
-            snprintf(why, cap, "buffer %u element %zu: eager 0x%x, generated 0x%x (%s)", b,
-                     at / es, x, y, tcf_decode_dtype_name(job->g.buf_dt[b]));
+            memcpy(&x, host + first, es);
+            memcpy(&y, host + stride + first, es);
+            if (e < 0 || e >= (long)n)
+                snprintf(why, cap, "buffer %u: a byte outside its %u elements differs (offset "
+                         "%zu)", b, n, at);
+            else
+                snprintf(why, cap, "buffer %u element %ld: eager 0x%x, generated 0x%x (%s)", b,
+                         e, x, y, tcf_decode_dtype_name(job->g.buf_dt[b]));
             rc = 1;
         }
     }
@@ -207,6 +212,42 @@ done:
     tcf_drv.stream_synchronize(s);
     tcf_drv.mem_free(base);
     free(host);
+    return rc;
+}
+
+int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *why, size_t cap)
+{
+    tcf_vaddr_t addr[TCF_MAX_ADDR];
+    uint32_t off[TCF_MAX_ADDR];
+    uint32_t na = 0, n = job->n < TCF_VERIFY_N ? (uint32_t)job->n : TCF_VERIFY_N;
+    int elementwise = job->g.vec == 1;  /* every access one element wide */
+    for (uint32_t j = 0; j < job->norig; j++) {
+        const tcf_op_t *op = &job->orig[j].op;
+        elementwise &= op->vec == 1;
+        if (tcf_addr_index(addr, &na, op->out, op->out_dt) < 0)
+            goto unable;
+        for (uint8_t i = 0; i < op->nin; i++)
+            if (tcf_addr_index(addr, &na, op->in[i], op->in_dt[i]) < 0)
+                goto unable;
+    }
+    /* First at the application's own alignment (each operand's address mod 256): the
+     * originals ran there, whatever their loads assume, and so did the key's vector guard. */
+    for (uint32_t i = 0; i < na; i++)
+        off[i] = (uint32_t)(addr[i].addr % 256);
+    int rc = tcf_verify_pass(job, addr, na, off, n, fused, s, why, cap);
+    if (rc != 0 || !elementwise || n < 3)
+        return rc;
+    /* Then, when every access is one element wide (so any element-aligned address is one
+     * the kernels accept), at operands misaligned against 16 bytes and against each other,
+     * with another tail. The same kernel serves any alignment: this is its other half. */
+    for (uint32_t i = 0; i < na; i++)  /* odd multiples of the element: 4, 12, 20, 28 for float */
+        off[i] = (2 * (i % 4) + 1) * tcf_esize(addr[i].dt);
+    rc = tcf_verify_pass(job, addr, na, off, n - 2, fused, s, why, cap);
+    if (rc != 0) {
+        char inner[200];
+        snprintf(inner, sizeof inner, "%s", why);
+        snprintf(why, cap, "at misaligned operands, %s", inner);
+    }
     return rc;
 unable:
     snprintf(why, cap, "more operands than verification can map");

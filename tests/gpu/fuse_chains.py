@@ -3,7 +3,7 @@ result, and `fuse_chains.py --compare A B` checks the two bitwise (tests/gpu/run
 
 Covers the hand-written tanh-GELU, SwiGLU, x*sigmoid(1.702x), a residual chain, and
 seeded random chains of 2-12 ops over float, half and bfloat16, with edge values in every
-input, an odd length, a chain whose intermediate the program keeps, and shapes that change
+input, an odd length, views misaligned by one element, a chain whose intermediate the program keeps, and shapes that change
 every iteration."""
 import math
 import random
@@ -54,6 +54,10 @@ def main():
                     "sig": x * torch.sigmoid(1.702 * x),
                     "resid": x + 0.5 * (y * 1.1 + 0.2),
                 }
+                # views one element in: misaligned against 16 bytes, so PyTorch runs its
+                # unrolled loops and tcfuse generates (and checks) one-element accesses
+                r["gelu_off1"] = hand_gelu(x[1:])
+                r["swiglu_off1"] = torch.nn.functional.silu(x[1:]) * y[:-1]
                 kept = x * 2.0 + 1.0          # an intermediate the program keeps
                 r["kept_then"] = torch.tanh(kept) * 3.0
                 r["kept"] = kept
