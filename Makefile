@@ -59,6 +59,14 @@ $(BUILD)/tests/libnvrtc-tcftest.so: tests/unit/fake_nvrtc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
 $(BUILD)/tests/test_nvrtc_owns: $(BUILD)/tests/libnvrtc-tcftest.so
+# The same, with a build-id and without one, for test_images.
+$(BUILD)/tests/libtcftest-id.so: tests/unit/fake_nvrtc.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -Wl,--build-id=sha1 -o $@ $<
+$(BUILD)/tests/libtcftest-noid.so: tests/unit/fake_nvrtc.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -Wl,--build-id=none -o $@ $<
+$(BUILD)/tests/test_images: $(BUILD)/tests/libtcftest-id.so $(BUILD)/tests/libtcftest-noid.so
 
 # The stand-in driver and the programs the BATS suites run under LD_PRELOAD.
 -include tests/stub/stub.mk

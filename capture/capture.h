@@ -40,6 +40,9 @@ typedef struct {
     CUresult (*stream_destroy)(CUstream);
     CUresult (*module_load_data)(CUmodule *, const void *);
     CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+    /* Where a kernel's code came from (images.c). */
+    CUresult (*kernel_get_library)(CUlibrary *, CUkernel);
+    CUresult (*func_get_module)(CUmodule *, CUfunction);
 } tcf_driver_t;
 
 /* Called once, by the first hooked call, after tcf_config_load. */
@@ -72,6 +75,14 @@ void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsig
                         size_t count, CUstream stream, int ptds, CUresult rc);
 void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                         CUstream stream, int ptds, CUresult rc);
+
+/* Code loading. The identity of an image passed to cuModuleLoadData and its kin, or of a
+ * file passed to cuModuleLoad or cuLibraryLoadFromFile: never 0 when known, 0 when not
+ * (capture/images.c says what it is made of). Then record it for the handle the driver
+ * returned (a CUmodule or CUlibrary, as an integer). */
+uint64_t tcf_image_id(const void *image);
+uint64_t tcf_image_file_id(const char *path);
+void tcf_capture_loaded(uint64_t handle, uint64_t id);
 
 /* Fuse mode, before the driver sees the launch: returns 1 when tcfuse took care of it
  * (held in the window, or issued and recorded with its decoded op) and the wrapper must

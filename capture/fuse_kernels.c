@@ -68,7 +68,7 @@ static atomic_int tcf_have_nvrtc, tcf_have_cache;
 /* Named outcomes, printed with the stats. */
 #define TCF_FK_COUNTERS(X) X(compiled) X(disk_hits) X(verified) X(verify_mismatch) \
     X(verify_unable) X(compile_failed) X(load_failed) X(codegen_failed) X(other_context) \
-    X(table_full) X(kernels_checked) X(kernel_mismatch)
+    X(table_full) X(kernels_checked) X(kernel_mismatch) X(code_unknown)
 static struct {
 #define TCF_FK_FIELD(n) atomic_ulong n;
     TCF_FK_COUNTERS(TCF_FK_FIELD)
@@ -135,23 +135,6 @@ static int tcf_verdict_ok(const char *src, int arch)
     return tcf_verdict_get(src, arch) == 1;
 }
 
-/* The disk cache knows this source as compiled and verified: load it now. Until the worker
- * has opened NVRTC (whose version is part of the key) and the cache, the worker looks. */
-static int tcf_from_disk(tcf_fkern_t *e, int arch)
-{
-    if (!atomic_load(&tcf_worker_warm) || !atomic_load(&tcf_have_nvrtc) ||
-        !atomic_load(&tcf_have_cache))
-        return 0;
-    void *cubin = NULL;
-    size_t clen = 0;
-    uint64_t ck = tcf_cache_key(TCF_CACHE_CUBIN, e->src, tcf_nvrtc_version(), arch);
-    int ok = tcf_verdict_ok(e->src, arch) &&
-             tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0 && tcf_load(cubin, &e->fn);
-    free(cubin);
-    if (ok)
-        atomic_fetch_add(&tcf_fkc.disk_hits, 1);
-    return ok;
-}
 
 /* The cubin for src: from the disk cache, else compiled (and put there). 0, or -1. */
 static int tcf_cubin_for(const char *src, int arch, int cache, void **cubin, size_t *clen,
@@ -175,12 +158,27 @@ static int tcf_cubin_for(const char *src, int arch, int cache, void **cubin, siz
     return 0;
 }
 
+/* The key of a kernel's own verdict, in vsrc: its op's generated source (in src), the
+ * kernel's name, and the identity of the code it came from (images.c), so that a kernel
+ * changed under the same name meets no old verdict. -1 when the op cannot be generated
+ * alone; 0 when the code is unknown (then no verdict is read or kept); 1 otherwise. */
+static int tcf_kernel_vsrc(const tcf_orig_t *o, tcf_kernel_t *k, tcf_fgroup_t *fg, char *src,
+                           char *vsrc)
+{
+    if (tcf_fuser_single(&o->op, fg) != 0 || tcf_codegen_source(&fg->g, src, TCF_SRC_MAX) < 0)
+        return -1;
+    uint64_t code = tcf_kernel_code(k);
+    snprintf(vsrc, TCF_SRC_MAX + 600, "%s\n// decodes %.500s\n// from code %016llx\n", src,
+             k->name, (unsigned long long)code);
+    return code != 0;
+}
+
 /* Checks one original's decoding before any group with its kernel is used: the generated
  * kernel of its op alone against the original on scratch edge values. A mismatch
  * disables the kernel for the process (its launches are never held or planned again)
- * and is reported. Verdicts, good and bad, are kept on disk under the op's source and
- * the kernel's name. 1 good, 0 bad, -1 could not check. */
-static int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cache, CUstream s)
+ * and is reported. Verdicts, good and bad, are kept on disk (tcf_kernel_vsrc). *s is the
+ * worker's stream, created here when first needed. 1 good, 0 bad, -1 could not check. */
+static int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cache, CUstream *s)
 {
     const tcf_orig_t *o = &job->orig[j];
     tcf_kernel_t *k = tcf_kernel_get(o->f);
@@ -192,30 +190,36 @@ static int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cac
     char *src = malloc(TCF_SRC_MAX), *vsrc = malloc(TCF_SRC_MAX + 600);
     void *cubin = NULL;
     size_t clen = 0;
-    int rc = -1, from_disk;
+    int rc = -1, from_disk, keep;
     char why[200] = "";
     CUfunction fn;
     if (!one || !fg || !src || !vsrc)
         goto out;
-    if (tcf_fuser_single(&o->op, fg) != 0 || tcf_codegen_source(&fg->g, src, TCF_SRC_MAX) < 0) {
+    if ((keep = tcf_kernel_vsrc(o, k, fg, src, vsrc)) < 0) {
         snprintf(why, sizeof why, "its op cannot be generated alone");
         goto out;
     }
-    /* The verdict's key: the op's source and, as a comment, the kernel it stands for. */
-    snprintf(vsrc, TCF_SRC_MAX + 600, "%s\n// decodes %.500s\n", src, k->name);
-    if (cache && (rc = tcf_verdict_get(vsrc, arch)) >= 0)
+    if (!keep)  /* its verdict cannot be kept: checked anew in every process */
+        atomic_fetch_add(&tcf_fkc.code_unknown, 1);
+    keep &= cache;
+    if (keep && (rc = tcf_verdict_get(vsrc, arch)) >= 0)
         goto out;
     if (tcf_cubin_for(src, arch, cache, &cubin, &clen, &from_disk) != 0 || !tcf_load(cubin, &fn)) {
         snprintf(why, sizeof why, "its generated kernel would not compile or load");
+        goto out;
+    }
+    if (!*s && tcf_drv.stream_create(s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        *s = NULL;
+        snprintf(why, sizeof why, "no stream to check it on");
         goto out;
     }
     one->ctx = job->ctx, one->g = fg->g, one->args = fg->args, one->n = fg->n;
     one->norig = 1;
     one->orig[0] = *o;
     atomic_fetch_add(&tcf_fkc.kernels_checked, 1);
-    int r = tcf_fuse_verify(one, fn, s, why, sizeof why);
+    int r = tcf_fuse_verify(one, fn, *s, why, sizeof why);
     rc = r == 0 ? 1 : r > 0 ? 0 : -1;
-    if (cache && rc >= 0)
+    if (keep && rc >= 0)
         tcf_verdict_put(vsrc, arch, rc);
 out:
     if (rc >= 0) {
@@ -240,6 +244,54 @@ out:
     return rc;
 }
 
+/* Whether every original of a job is known to decode right, in this process or by a
+ * verdict on disk for the same code; runs nothing. */
+static int tcf_kernels_known_good(const tcf_fjob_t *job, int arch)
+{
+    tcf_fgroup_t *fg = NULL;
+    char *src = NULL, *vsrc = NULL;
+    int good = 1;
+    for (uint32_t j = 0; j < job->norig && good; j++) {
+        tcf_kernel_t *k = tcf_kernel_get(job->orig[j].f);
+        int kv = atomic_load(&k->verdict);
+        if (kv != TCF_KV_UNKNOWN) {
+            good = kv == TCF_KV_OK;
+            continue;
+        }
+        if (!fg && (!(fg = malloc(sizeof *fg)) || !(src = malloc(TCF_SRC_MAX)) ||
+                    !(vsrc = malloc(TCF_SRC_MAX + 600))))
+            good = 0;
+        else if (tcf_kernel_vsrc(&job->orig[j], k, fg, src, vsrc) <= 0 ||
+                 tcf_verdict_get(vsrc, arch) != 1)
+            good = 0;
+        else
+            atomic_store(&k->verdict, TCF_KV_OK);
+    }
+    free(vsrc);
+    free(src);
+    free(fg);
+    return good;
+}
+
+/* The disk cache knows this source as compiled and verified, and each of its originals as
+ * decoded right: load it now. Until the worker has opened NVRTC (whose version is part of
+ * the key) and the cache, the worker looks. */
+static int tcf_from_disk(tcf_fkern_t *e, const tcf_fjob_t *job, int arch)
+{
+    if (!atomic_load(&tcf_worker_warm) || !atomic_load(&tcf_have_nvrtc) ||
+        !atomic_load(&tcf_have_cache))
+        return 0;
+    void *cubin = NULL;
+    size_t clen = 0;
+    uint64_t ck = tcf_cache_key(TCF_CACHE_CUBIN, e->src, tcf_nvrtc_version(), arch);
+    int ok = tcf_verdict_ok(e->src, arch) && tcf_kernels_known_good(job, arch) &&
+             tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0 && tcf_load(cubin, &e->fn);
+    free(cubin);
+    if (ok)
+        atomic_fetch_add(&tcf_fkc.disk_hits, 1);
+    return ok;
+}
+
 static void tcf_work(tcf_fkern_t *e)
 {
     tcf_fjob_t *job = e->job;
@@ -258,25 +310,26 @@ static void tcf_work(tcf_fkern_t *e)
         atomic_fetch_add(&tcf_fkc.load_failed, 1);
         goto out;
     }
+    /* Each kernel's decoding alone first (a verdict on disk for the same code stands): a
+     * wrong one is disabled by itself, and the chains around it fuse without it. */
+    for (uint32_t j = 0; j < job->norig; j++) {
+        if (__atomic_load_n(&tcf_worker_stop, __ATOMIC_RELAXED))
+            goto out;  /* exiting: the job in hand ends at the next step */
+        int kv = tcf_kernel_check(job, j, arch, cache, &s);
+        if (kv <= 0) {
+            atomic_fetch_add(kv == 0 ? &tcf_fkc.verify_mismatch : &tcf_fkc.verify_unable, 1);
+            goto out;
+        }
+    }
     if (from_disk && tcf_verdict_ok(e->src, arch)) {  /* verified by an earlier process */
         atomic_fetch_add(&tcf_fkc.disk_hits, 1);
         state = TCF_FK_READY;
         goto out;
     }
-    if (tcf_drv.stream_create(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    if (!s && tcf_drv.stream_create(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        s = NULL;
         atomic_fetch_add(&tcf_fkc.verify_unable, 1);
         goto out;
-    }
-    /* Each kernel's decoding alone first: a wrong one is disabled by itself, and the
-     * chains around it fuse without it. */
-    for (uint32_t j = 0; j < job->norig; j++) {
-        if (__atomic_load_n(&tcf_worker_stop, __ATOMIC_RELAXED))
-            goto out;  /* exiting: the job in hand ends at the next step */
-        int kv = tcf_kernel_check(job, j, arch, cache, s);
-        if (kv <= 0) {
-            atomic_fetch_add(kv == 0 ? &tcf_fkc.verify_mismatch : &tcf_fkc.verify_unable, 1);
-            goto out;
-        }
     }
     char why[200] = "";
     int v = tcf_fuse_verify(job, e->fn, s, why, sizeof why);
@@ -454,16 +507,18 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     tcf_gmemo_add(gh, &G->g, e);
     pthread_mutex_unlock(&tcf_fk_lock);
 
-    /* Seen before, by an earlier process: no compile, no verification, usable now. */
-    int arch = learn ? 0 : tcf_arch_of(ctx);
-    if (arch && tcf_from_disk(e, arch)) {
-        atomic_store_explicit(&e->state, TCF_FK_READY, memory_order_release);
-        return e->fn;
-    }
     e->job = tcf_job_of(G, w, ev_of, ctx);
     if (!e->job) {
         atomic_store(&e->state, TCF_FK_BAD);
         return NULL;
+    }
+    /* Seen before, by an earlier process: no compile, no verification, usable now. */
+    int arch = learn ? 0 : tcf_arch_of(ctx);
+    if (arch && tcf_from_disk(e, e->job, arch)) {
+        free(e->job);
+        e->job = NULL;
+        atomic_store_explicit(&e->state, TCF_FK_READY, memory_order_release);
+        return e->fn;
     }
     pthread_mutex_lock(&tcf_fk_lock);
     if (tcf_q_tail)

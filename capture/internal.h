@@ -31,6 +31,8 @@ typedef struct {
     tcf_decode_kernel_t dk;   /* fuse mode: what its name and layout decode to; written once
                                * before fuse_state becomes DECODABLE (release) */
     atomic_int  verdict;      /* TCF_KV_*: its decoding checked alone (fuse_kernels.c) */
+    _Atomic uint64_t code;    /* identity of the code it came from (images.c); 0 unknown */
+    atomic_int  code_known;   /* code was looked up */
 } tcf_kernel_t;
 
 enum { TCF_FUSE_UNKNOWN = 0, TCF_FUSE_DECODING, TCF_FUSE_DECODABLE, TCF_FUSE_NEVER };
@@ -39,6 +41,12 @@ enum { TCF_KV_UNKNOWN = 0, TCF_KV_OK, TCF_KV_BAD };
 /* The memoized identity of a handle; never NULL (a shared "unknown" entry on failure). */
 tcf_kernel_t *tcf_kernel_get(CUfunction f);
 uint32_t tcf_kernel_count(void);
+
+/* --- where code came from (images.c) --------------------------------------------------- */
+/* The identity recorded for a module or library handle; 0 unknown. */
+uint64_t tcf_loaded_id(uint64_t handle);
+/* The identity of the code kernel k came from (asked once of the driver, then kept). */
+uint64_t tcf_kernel_code(tcf_kernel_t *k);
 
 /* --- windows (window.c) -------------------------------------------------------------- */
 enum { TCF_EV_LAUNCH = 0, TCF_EV_ALLOC, TCF_EV_FREE, TCF_EV_MEMSET, TCF_EV_MEMCPY };
