@@ -36,6 +36,7 @@ typedef struct tcf_fkern {
     tcf_fjob_t       *job;        /* until the worker takes it */
     struct tcf_fkern *next;       /* bucket chain */
     struct tcf_fkern *qnext;      /* work queue */
+    int               disk_looked;/* the worker asked the disk cache for it (tcf_q_take) */
 } tcf_fkern_t;
 
 /* Group structure -> kernel: spares a flush generating and hashing the source of a group it
@@ -62,6 +63,7 @@ static tcf_fkern_t *tcf_q_head, *tcf_q_tail;
 static pthread_cond_t tcf_fk_idle = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t tcf_fk_done = PTHREAD_COND_INITIALIZER;  /* a job finished */
 static int tcf_worker_started, tcf_worker_stop, tcf_worker_busy;  /* under tcf_fk_lock */
+static int tcf_worker_arch;  /* the worker's: the architecture of its last job's context */
 static atomic_int tcf_worker_warm;  /* NVRTC and the cache were opened (or found absent) */
 static atomic_int tcf_have_nvrtc, tcf_have_cache;
 
@@ -304,6 +306,7 @@ static void tcf_work(tcf_fkern_t *e)
         goto out;
     int arch = tcf_arch_of(job->ctx);
     int cache = atomic_load(&tcf_have_cache);
+    tcf_worker_arch = arch;
     if (tcf_cubin_for(e->src, arch, cache, &cubin, &clen, &from_disk) != 0)
         goto out;
     if (!tcf_load(cubin, &e->fn)) {
@@ -361,6 +364,42 @@ out:
         tcf_fuse_start_add(e->start);
 }
 
+/* The next job (lock held; dropped while the disk is read). First one the disk cache can
+ * serve, a verdict on disk for its source: it is ready in under a millisecond, where a
+ * compile ahead of it takes a hundred. It matters at a process's start, when first-launch
+ * stalls cut its first chains short (idle closes) into pieces that no earlier process
+ * compiled, while the whole chain's kernel waits on disk behind their compiles. Each entry
+ * is looked up once, and only while there is a choice. */
+static tcf_fkern_t *tcf_q_take(int arch)
+{
+    enum { TCF_Q_LOOK = 16 };
+    tcf_fkern_t *cand[TCF_Q_LOOK], *pick = NULL;
+    unsigned nc = 0;
+    if (arch && tcf_q_head->qnext && atomic_load(&tcf_have_cache))
+        for (tcf_fkern_t *e = tcf_q_head; e && nc < TCF_Q_LOOK; e = e->qnext)
+            if (!e->disk_looked) {
+                e->disk_looked = 1;
+                cand[nc++] = e;
+            }
+    if (nc) {
+        pthread_mutex_unlock(&tcf_fk_lock);  /* only the worker takes from the queue */
+        for (unsigned i = 0; i < nc && !pick; i++)
+            if (tcf_verdict_ok(cand[i]->src, arch))
+                pick = cand[i];
+        pthread_mutex_lock(&tcf_fk_lock);
+    }
+    if (!pick)
+        pick = tcf_q_head;
+    tcf_fkern_t **at = &tcf_q_head, *prev = NULL;
+    while (*at != pick)
+        prev = *at, at = &(*at)->qnext;
+    *at = pick->qnext;
+    if (tcf_q_tail == pick)
+        tcf_q_tail = prev;
+    pick->qnext = NULL;
+    return pick;
+}
+
 static void *tcf_worker_main(void *arg)
 {
     (void)arg;
@@ -371,11 +410,10 @@ static void *tcf_worker_main(void *arg)
         pthread_cond_broadcast(&tcf_fk_idle);
         while (!tcf_q_head || tcf_worker_stop)  /* stopped: parked for good */
             pthread_cond_wait(&tcf_fk_cond, &tcf_fk_lock);
-        tcf_fkern_t *e = tcf_q_head;
-        tcf_q_head = e->qnext;
-        if (!tcf_q_head)
-            tcf_q_tail = NULL;
         tcf_worker_busy = 1;
+        tcf_fkern_t *e = tcf_q_take(tcf_worker_arch);
+        if (tcf_worker_stop)
+            continue;  /* exiting: queued jobs are dropped */
         pthread_mutex_unlock(&tcf_fk_lock);
         tcf_work(e);
         pthread_mutex_lock(&tcf_fk_lock);
