@@ -1,95 +1,42 @@
 /* Module and library loads: call the driver, and on success record the identity of what
  * was loaded for the handle it returned (capture/images.c: fuse mode keys what it learns
  * about a kernel by the code it came from). Not boundaries: loading reads host memory and
- * touches no stream. */
+ * touches no stream. Each row: the call, its parameters and arguments as in hooks.def, the
+ * handle it fills, and the identity of what it loads. */
 #include "capture/capture.h"
 #include "interpose/interpose.h"
 
-static inline int tcf_on(void)
-{
-    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) != TCF_MODE_OFF;
-}
+#define TCF_LOAD(abi, params, args, handle, id)                                          \
+    CUresult tcf_hook_##abi params                                                       \
+    {                                                                                    \
+        tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
+        if (!real)                                                                       \
+            return CUDA_ERROR_NOT_FOUND;                                                 \
+        CUresult rc = real args;                                                         \
+        if (rc == CUDA_SUCCESS && (handle) && *(handle) &&                               \
+            atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) != TCF_MODE_OFF) \
+            tcf_capture_loaded((uint64_t)(uintptr_t)*(handle), (id));                    \
+        return rc;                                                                       \
+    }                                                                                    \
+    TCF_EXPORT(abi)
 
-#define TCF_LOADED(handle, id_expr)                                                      \
-    do {                                                                                 \
-        if (rc == CUDA_SUCCESS && (handle) && *(handle) && tcf_on())                     \
-            tcf_capture_loaded((uint64_t)(uintptr_t)*(handle), (id_expr));               \
-    } while (0)
+#define TCF_JIT_PARAMS CUjit_option *jitOptions, void **jitOptionsValues,                \
+                       unsigned int numJitOptions, CUlibraryOption *libraryOptions,      \
+                       void **libraryOptionValues, unsigned int numLibraryOptions
+#define TCF_JIT_ARGS   jitOptions, jitOptionsValues, numJitOptions, libraryOptions,      \
+                       libraryOptionValues, numLibraryOptions
 
-CUresult tcf_hook_cuModuleLoad(CUmodule *module, const char *fname)
-{
-    tcf_fn_cuModuleLoad_t real = TCF_REAL(cuModuleLoad);
-    if (!real)
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult rc = real(module, fname);
-    TCF_LOADED(module, tcf_image_file_id(fname));
-    return rc;
-}
-
-CUresult tcf_hook_cuModuleLoadData(CUmodule *module, const void *image)
-{
-    tcf_fn_cuModuleLoadData_t real = TCF_REAL(cuModuleLoadData);
-    if (!real)
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult rc = real(module, image);
-    TCF_LOADED(module, tcf_image_id(image));
-    return rc;
-}
-
-CUresult tcf_hook_cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
-                                     CUjit_option *options, void **optionValues)
-{
-    tcf_fn_cuModuleLoadDataEx_t real = TCF_REAL(cuModuleLoadDataEx);
-    if (!real)
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult rc = real(module, image, numOptions, options, optionValues);
-    TCF_LOADED(module, tcf_image_id(image));
-    return rc;
-}
-
-CUresult tcf_hook_cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
-{
-    tcf_fn_cuModuleLoadFatBinary_t real = TCF_REAL(cuModuleLoadFatBinary);
-    if (!real)
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult rc = real(module, fatCubin);
-    TCF_LOADED(module, tcf_image_id(fatCubin));
-    return rc;
-}
-
-CUresult tcf_hook_cuLibraryLoadData(CUlibrary *library, const void *code,
-                                    CUjit_option *jitOptions, void **jitOptionsValues,
-                                    unsigned int numJitOptions, CUlibraryOption *libraryOptions,
-                                    void **libraryOptionValues, unsigned int numLibraryOptions)
-{
-    tcf_fn_cuLibraryLoadData_t real = TCF_REAL(cuLibraryLoadData);
-    if (!real)
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult rc = real(library, code, jitOptions, jitOptionsValues, numJitOptions,
-                       libraryOptions, libraryOptionValues, numLibraryOptions);
-    TCF_LOADED(library, tcf_image_id(code));
-    return rc;
-}
-
-CUresult tcf_hook_cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
-                                        CUjit_option *jitOptions, void **jitOptionsValues,
-                                        unsigned int numJitOptions,
-                                        CUlibraryOption *libraryOptions,
-                                        void **libraryOptionValues,
-                                        unsigned int numLibraryOptions)
-{
-    tcf_fn_cuLibraryLoadFromFile_t real = TCF_REAL(cuLibraryLoadFromFile);
-    if (!real)
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult rc = real(library, fileName, jitOptions, jitOptionsValues, numJitOptions,
-                       libraryOptions, libraryOptionValues, numLibraryOptions);
-    TCF_LOADED(library, tcf_image_file_id(fileName));
-    return rc;
-}
-
-TCF_EXPORT(cuModuleLoad)
-TCF_EXPORT(cuModuleLoadData)
-TCF_EXPORT(cuModuleLoadDataEx)
-TCF_EXPORT(cuModuleLoadFatBinary)
-TCF_EXPORT(cuLibraryLoadData)
-TCF_EXPORT(cuLibraryLoadFromFile)
+TCF_LOAD(cuModuleLoad, (CUmodule *module, const char *fname), (module, fname),
+         module, tcf_image_file_id(fname))
+TCF_LOAD(cuModuleLoadData, (CUmodule *module, const void *image), (module, image),
+         module, tcf_image_id(image))
+TCF_LOAD(cuModuleLoadDataEx,
+         (CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options,
+          void **optionValues),
+         (module, image, numOptions, options, optionValues), module, tcf_image_id(image))
+TCF_LOAD(cuModuleLoadFatBinary, (CUmodule *module, const void *fatCubin), (module, fatCubin),
+         module, tcf_image_id(fatCubin))
+TCF_LOAD(cuLibraryLoadData, (CUlibrary *library, const void *code, TCF_JIT_PARAMS),
+         (library, code, TCF_JIT_ARGS), library, tcf_image_id(code))
+TCF_LOAD(cuLibraryLoadFromFile, (CUlibrary *library, const char *fileName, TCF_JIT_PARAMS),
+         (library, fileName, TCF_JIT_ARGS), library, tcf_image_file_id(fileName))
