@@ -40,6 +40,7 @@ typedef struct {
     CUresult (*stream_destroy)(CUstream);
     CUresult (*module_load_data)(CUmodule *, const void *);
     CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+    CUresult (*module_unload)(CUmodule);
     /* Where a kernel's code came from (images.c). */
     CUresult (*kernel_get_library)(CUlibrary *, CUkernel);
     CUresult (*func_get_module)(CUmodule *, CUfunction);

@@ -16,6 +16,7 @@
  * would wait for it too, as it would for any thread blocked for good.) */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -37,6 +38,9 @@ typedef struct tcf_fkern {
     struct tcf_fkern *next;       /* bucket chain */
     struct tcf_fkern *qnext;      /* work queue */
     int               disk_looked;/* the worker asked the disk cache for it (tcf_q_take) */
+    CUmodule          mod;        /* what fn came from; unloaded some time after eviction */
+    uint64_t          used;       /* tcf_fk_tick when last found (lock held) */
+    int               waiters;    /* TCFUSE_COMPILE_WAIT flushes waiting on it (lock held) */
 } tcf_fkern_t;
 
 /* Group structure -> kernel: spares a flush generating and hashing the source of a group it
@@ -49,12 +53,15 @@ typedef struct tcf_gmemo {
 } tcf_gmemo_t;
 
 #define TCF_FK_BUCKETS 1024
-#define TCF_GMEMO_MAX (4 * TCF_FK_MAX)
-#define TCF_FK_MAX 4096           /* kernels per process; past it nothing new is fused */
+#define TCF_GMEMO_PER_KERNEL 4    /* group structures remembered per kernel kept */
+#define TCF_RETIRE_S 5            /* an evicted kernel's module outlives any flush using it */
 #define TCF_SRC_MAX (64 * 1024)
 
 static tcf_fkern_t *tcf_fk[TCF_FK_BUCKETS];
-static unsigned tcf_nfk;
+static unsigned tcf_nfk;          /* in the table now */
+static unsigned tcf_nfk_made;     /* ever */
+static uint64_t tcf_fk_tick;       /* advances with each new entry: recency, coarsely */
+
 static tcf_gmemo_t *tcf_gmemo[TCF_FK_BUCKETS];
 static unsigned tcf_ngmemo;
 static pthread_mutex_t tcf_fk_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -67,10 +74,50 @@ static int tcf_worker_arch;  /* the worker's: the architecture of its last job's
 static atomic_int tcf_worker_warm;  /* NVRTC and the cache were opened (or found absent) */
 static atomic_int tcf_have_nvrtc, tcf_have_cache;
 
+/* Modules of evicted kernels: a flush may have found the function just before; the worker
+ * unloads them TCF_RETIRE_S later (a launch of an unloaded one would fail and fall back to
+ * the original launches anyway). Under tcf_fk_lock. */
+typedef struct tcf_retired {
+    CUmodule            mod;
+    struct timespec     at;
+    struct tcf_retired *next;
+} tcf_retired_t;
+static tcf_retired_t *tcf_retired;
+
+/* The worker unloads modules retired over TCF_RETIRE_S ago (lock held; dropped for the
+ * driver calls). */
+static void tcf_retired_unload(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    tcf_retired_t *old = NULL;
+    for (tcf_retired_t **l = &tcf_retired; *l;) {
+        tcf_retired_t *r = *l;
+        if (now.tv_sec - r->at.tv_sec <= TCF_RETIRE_S) {
+            l = &r->next;
+            continue;
+        }
+        *l = r->next;
+        r->next = old;
+        old = r;
+    }
+    if (!old)
+        return;
+    pthread_mutex_unlock(&tcf_fk_lock);
+    while (old) {
+        tcf_retired_t *r = old;
+        old = r->next;
+        if (tcf_drv.module_unload)
+            tcf_drv.module_unload(r->mod);
+        free(r);
+    }
+    pthread_mutex_lock(&tcf_fk_lock);
+}
+
 /* Named outcomes, printed with the stats. */
 #define TCF_FK_COUNTERS(X) X(compiled) X(disk_hits) X(verified) X(verify_mismatch) \
     X(verify_unable) X(compile_failed) X(load_failed) X(codegen_failed) X(other_context) \
-    X(table_full) X(kernels_checked) X(kernel_mismatch) X(code_unknown)
+    X(table_full) X(kernels_checked) X(kernel_mismatch) X(code_unknown) X(evicted)
 static struct {
 #define TCF_FK_FIELD(n) atomic_ulong n;
     TCF_FK_COUNTERS(TCF_FK_FIELD)
@@ -103,13 +150,22 @@ static void tcf_worker_open(void)
     atomic_store(&tcf_worker_warm, 1);
 }
 
+static CUfunction tcf_load_mod(const void *cubin, CUfunction *fn, CUmodule *mod)
+{
+    if (tcf_drv.module_load_data(mod, cubin) != CUDA_SUCCESS)
+        return NULL;
+    if (tcf_drv.module_get_function(fn, *mod, TCF_FUSED_KERNEL) != CUDA_SUCCESS) {
+        if (tcf_drv.module_unload)
+            tcf_drv.module_unload(*mod);
+        return NULL;
+    }
+    return *fn;
+}
+
 static CUfunction tcf_load(const void *cubin, CUfunction *fn)
 {
     CUmodule mod;
-    if (tcf_drv.module_load_data(&mod, cubin) != CUDA_SUCCESS ||
-        tcf_drv.module_get_function(fn, mod, TCF_FUSED_KERNEL) != CUDA_SUCCESS)
-        return NULL;
-    return *fn;
+    return tcf_load_mod(cubin, fn, &mod);
 }
 
 /* The verdict the disk cache holds for a source (a group's, or a kernel's own check):
@@ -287,7 +343,8 @@ static int tcf_from_disk(tcf_fkern_t *e, const tcf_fjob_t *job, int arch)
     size_t clen = 0;
     uint64_t ck = tcf_cache_key(TCF_CACHE_CUBIN, e->src, tcf_nvrtc_version(), arch);
     int ok = tcf_verdict_ok(e->src, arch) && tcf_kernels_known_good(job, arch) &&
-             tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0 && tcf_load(cubin, &e->fn);
+             tcf_cache_get(ck, TCF_CACHE_CUBIN, &cubin, &clen) == 0 &&
+             tcf_load_mod(cubin, &e->fn, &e->mod);
     free(cubin);
     if (ok)
         atomic_fetch_add(&tcf_fkc.disk_hits, 1);
@@ -309,7 +366,7 @@ static void tcf_work(tcf_fkern_t *e)
     tcf_worker_arch = arch;
     if (tcf_cubin_for(e->src, arch, cache, &cubin, &clen, &from_disk) != 0)
         goto out;
-    if (!tcf_load(cubin, &e->fn)) {
+    if (!tcf_load_mod(cubin, &e->fn, &e->mod)) {
         atomic_fetch_add(&tcf_fkc.load_failed, 1);
         goto out;
     }
@@ -359,9 +416,10 @@ out:
     free(cubin);
     free(job);
     e->job = NULL;
+    uint64_t start = e->start;  /* once not pending, e may be evicted by another thread */
     atomic_store_explicit(&e->state, state, memory_order_release);
     if (state == TCF_FK_READY)  /* the chain that asked is held from its next occurrence */
-        tcf_fuse_start_add(e->start);
+        tcf_fuse_start_add(start);
 }
 
 /* The next job (lock held; dropped while the disk is read). First one the disk cache can
@@ -418,6 +476,8 @@ static void *tcf_worker_main(void *arg)
         tcf_work(e);
         pthread_mutex_lock(&tcf_fk_lock);
         pthread_cond_broadcast(&tcf_fk_done);
+        if (tcf_retired && !tcf_worker_stop)
+            tcf_retired_unload();
     }
     return NULL;
 }
@@ -479,6 +539,7 @@ static tcf_fjob_t *tcf_job_of(const tcf_fgroup_t *G, const tcf_window_t *w,
 /* The kernel entry's answer to one window (lock held). */
 static CUfunction tcf_fkern_ready(tcf_fkern_t *e, CUcontext ctx)
 {
+    e->used = tcf_fk_tick;
     if (atomic_load_explicit(&e->state, memory_order_acquire) != TCF_FK_READY)
         return NULL;
     if (e->ctx == ctx)
@@ -490,12 +551,54 @@ static CUfunction tcf_fkern_ready(tcf_fkern_t *e, CUcontext ctx)
 static void tcf_gmemo_add(uint64_t gh, const tcf_group_t *g, tcf_fkern_t *e)  /* lock held */
 {
     tcf_gmemo_t *m;
-    if (tcf_ngmemo >= TCF_GMEMO_MAX || !(m = malloc(sizeof *m)))
+    if (tcf_ngmemo >= TCF_GMEMO_PER_KERNEL * (unsigned)tcf_cfg.kernels_max ||
+        !(m = malloc(sizeof *m)))
         return;
     m->ghash = gh, m->g = *g, m->e = e;
     m->next = tcf_gmemo[gh % TCF_FK_BUCKETS];
     tcf_gmemo[gh % TCF_FK_BUCKETS] = m;
     tcf_ngmemo++;
+}
+
+/* At the cap (TCFUSE_KERNELS_MAX), the entry found least recently goes (lock held): out of
+ * the table and the memo, its module retired. One in work (pending) or waited on stays.
+ * A chain that comes back makes a new entry, from the disk cache when it is there. */
+static void tcf_fk_evict(void)
+{
+    tcf_fkern_t *victim = NULL, **vlink = NULL;
+    for (unsigned b = 0; b < TCF_FK_BUCKETS; b++)
+        for (tcf_fkern_t **l = &tcf_fk[b]; *l; l = &(*l)->next) {
+            tcf_fkern_t *e = *l;
+            if (atomic_load(&e->state) == TCF_FK_PENDING || e->waiters)
+                continue;
+            if (!victim || e->used < victim->used)
+                victim = e, vlink = l;
+        }
+    if (!victim)
+        return;
+    *vlink = victim->next;
+    tcf_nfk--;
+    for (unsigned b = 0; b < TCF_FK_BUCKETS; b++)
+        for (tcf_gmemo_t **l = &tcf_gmemo[b]; *l;) {
+            tcf_gmemo_t *m = *l;
+            if (m->e != victim) {
+                l = &m->next;
+                continue;
+            }
+            *l = m->next;
+            free(m);
+            tcf_ngmemo--;
+        }
+    tcf_retired_t *r = victim->mod ? malloc(sizeof *r) : NULL;
+    if (r) {  /* without memory to note it, the module stays loaded: a leak, not a fault */
+        r->mod = victim->mod;
+        clock_gettime(CLOCK_MONOTONIC, &r->at);
+        r->next = tcf_retired;
+        tcf_retired = r;
+    }
+    free(victim->src);
+    free(victim);
+    atomic_fetch_add(&tcf_fkc.evicted, 1);
 }
 
 CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of,
@@ -530,7 +633,10 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
         pthread_mutex_unlock(&tcf_fk_lock);
         return fn;
     }
-    if (tcf_nfk >= TCF_FK_MAX || !(e = calloc(1, sizeof *e)) || !(e->src = strdup(src))) {
+    if (tcf_nfk >= (unsigned)tcf_cfg.kernels_max)
+        tcf_fk_evict();
+    if (tcf_nfk >= (unsigned)tcf_cfg.kernels_max || !(e = calloc(1, sizeof *e)) ||
+        !(e->src = strdup(src))) {
         if (e)
             free(e);
         atomic_fetch_add(&tcf_fkc.table_full, 1);
@@ -538,6 +644,8 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
         return NULL;
     }
     e->hash = h, e->ctx = ctx;
+    e->used = ++tcf_fk_tick;
+    tcf_nfk_made++;
     e->start = tcf_fuse_start_sig(w->ev[ev_of[G->items[0]]].u.l.k);
     e->next = tcf_fk[h % TCF_FK_BUCKETS];
     tcf_fk[h % TCF_FK_BUCKETS] = e;
@@ -555,8 +663,9 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     if (arch && tcf_from_disk(e, e->job, arch)) {
         free(e->job);
         e->job = NULL;
+        CUfunction fn = e->fn;  /* ready, e may be evicted by another thread at once */
         atomic_store_explicit(&e->state, TCF_FK_READY, memory_order_release);
-        return e->fn;
+        return fn;
     }
     pthread_mutex_lock(&tcf_fk_lock);
     if (tcf_q_tail)
@@ -567,8 +676,10 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     pthread_cond_signal(&tcf_fk_cond);
     CUfunction fn = NULL;
     if (tcf_cfg.compile_wait) {  /* TCFUSE_COMPILE_WAIT: the window waits for the worker */
+        e->waiters++;
         while (atomic_load(&e->state) == TCF_FK_PENDING && !tcf_worker_stop)
             pthread_cond_wait(&tcf_fk_done, &tcf_fk_lock);
+        e->waiters--;
         fn = tcf_fkern_ready(e, ctx);
     }
     pthread_mutex_unlock(&tcf_fk_lock);
@@ -611,7 +722,7 @@ void tcf_fuse_stats_print(void)
             (unsigned long long)(atomic_load(&tcf_ctr.bytes_avoided) >> 20));
     tcf_out("  kernels       %u generated: %lu compiled, %lu from the disk cache, %lu verified; "
             "%lu decoded kernels checked alone, %lu disabled",
-            tcf_nfk, atomic_load(&tcf_fkc.compiled), atomic_load(&tcf_fkc.disk_hits),
+            tcf_nfk_made, atomic_load(&tcf_fkc.compiled), atomic_load(&tcf_fkc.disk_hits),
             atomic_load(&tcf_fkc.verified), atomic_load(&tcf_fkc.kernels_checked),
             atomic_load(&tcf_fkc.kernel_mismatch));
     char line[512];
