@@ -5,11 +5,13 @@
  * name meets no old verdict.
  *
  * The identity of an image passed to the driver:
- *  - inside a loaded ELF object (cudart's fatbins live in the library that embeds them,
- *    libtorch_cuda.so): that object's GNU build-id, or, for an object without one, its
- *    path, inode, size and modification time;
- *  - anywhere else (PTX or a cubin made in memory): a hash of its bytes, as long as its
- *    format says it is (fatbin header, ELF headers, NUL-terminated PTX);
+ *  - inside a read-only segment of a loaded ELF object (cudart's fatbins live in the
+ *    library that embeds them, libtorch_cuda.so): that object's GNU build-id, or, for an
+ *    object without one, its path, inode, size and modification time;
+ *  - anywhere else (PTX or a cubin made in memory, or written into a program's own data):
+ *    a hash of its bytes, as long as its format says it is (fatbin header, ELF headers,
+ *    NUL-terminated PTX). Only images the driver accepted are looked at, so the headers
+ *    are there to read;
  *  - a file (cuModuleLoad, cuLibraryLoadFromFile): its path, inode, size and modification
  *    time.
  * 0 means unknown: nothing about its kernels is kept on disk (they are checked anew in each
@@ -92,6 +94,8 @@ static int tcf_obj_cb(struct dl_phdr_info *info, size_t size, void *data)
         if (ph->p_type != PT_LOAD || o->addr < lo || o->addr - lo >= ph->p_memsz)
             continue;
         o->found = 1;
+        if (ph->p_flags & PF_W)  /* data the program may have written: its bytes, below */
+            return 1;
         o->id = tcf_build_id(info);
         if (!o->id)  /* the main program is named "" */
             o->id = tcf_stat_id("object", info->dlpi_name && info->dlpi_name[0]
@@ -144,7 +148,7 @@ uint64_t tcf_image_id(const void *image)
     }
     tcf_obj_t o = { .addr = (uintptr_t)p };
     dl_iterate_phdr(tcf_obj_cb, &o);
-    if (o.found)
+    if (o.id)
         return o.id;
     size_t len = tcf_image_len(p);
     return len ? tcf_nonzero(XXH3_64bits_withSeed(p, len, 0x1A6E)) : 0;

@@ -1,6 +1,6 @@
 /* Code identity (capture/images.c): what fuse mode keys a kernel's verdict by.
- *  - An image inside a loaded library is identified by the library: any two addresses in
- *    it agree; two copies of a library with a build-id (under other names) agree; two
+ *  - An image inside a loaded library's read-only segments is identified by the library:
+ *    any two addresses in it agree (one in writable data is identified by its bytes); two copies of a library with a build-id (under other names) agree; two
  *    copies without one differ (path and inode); another library differs.
  *  - An image in plain memory is identified by its bytes, as far as its format says it
  *    goes: PTX to its NUL, a fatbin by its header's size (also behind the cudart wrapper),
@@ -23,6 +23,7 @@
 #include "check.h"
 
 static const char rodata_a[] = "// PTX that lives in this binary\n.version 8.0\n";
+static char data_rw[64] = "// PTX a program writes into its own data\n";
 static const char rodata_b[] = "// more of it\n";
 static char dir[PATH_MAX];
 
@@ -41,34 +42,10 @@ static void *open_copy(const char *lib, const char *as)
     return dlopen(dst, RTLD_NOW | RTLD_LOCAL);
 }
 
-static uint64_t id_in(void *h)
+static uint64_t id_in(void *h, const char *sym)
 {
-    void *p = h ? dlsym(h, "tcf_fake_nvrtc_data") : NULL;
+    void *p = h ? dlsym(h, sym) : NULL;
     return p ? tcf_image_id(p) : 0;
-}
-
-TEST(inside_libraries)
-{
-    uint64_t self = tcf_image_id(rodata_a);
-    CHECK(self != 0);
-    CHECK_EQ_U64(tcf_image_id(rodata_b), self);             /* same object, other bytes */
-    CHECK_EQ_U64(tcf_image_id((const void *)&check_main_end), self);
-    uint64_t libc = tcf_image_id((const void *)&printf);
-    CHECK(libc != 0 && libc != self);
-
-    void *a = open_copy("libtcftest-id.so", "liba-id.so");
-    void *b = open_copy("libtcftest-id.so", "libb-id.so");
-    void *c = open_copy("libtcftest-noid.so", "libc-noid.so");
-    void *d = open_copy("libtcftest-noid.so", "libd-noid.so");
-    CHECK(a && b && c && d);
-    CHECK(a != b && c != d);  /* four objects */
-    uint64_t ia = id_in(a), ib = id_in(b), ic = id_in(c), id = id_in(d);
-    CHECK(ia != 0 && ic != 0 && id != 0);
-    CHECK_EQ_U64(ia, ib);             /* the build-id, not the name */
-    CHECK(ic != id);                  /* no build-id: path and inode */
-    CHECK(ia != ic && ia != self && ia != libc);
-    void *fn = a ? dlsym(a, "tcf_fake_nvrtc_dso") : NULL;
-    CHECK(fn && tcf_image_id(fn) == ia);  /* its code as well as its data */
 }
 
 static uint64_t heap_id(const void *bytes, size_t len)
@@ -78,6 +55,38 @@ static uint64_t heap_id(const void *bytes, size_t len)
     uint64_t id = tcf_image_id(p);
     free(p);
     return id;
+}
+
+TEST(inside_libraries)
+{
+    uint64_t self = tcf_image_id(rodata_a);
+    CHECK(self != 0);
+    CHECK_EQ_U64(tcf_image_id(rodata_b), self);             /* same object, other bytes */
+    CHECK_EQ_U64(tcf_image_id((const void *)&check_main_end), self);
+    /* A writable segment of this binary: what is there now, not the binary. */
+    uint64_t rw = tcf_image_id(data_rw);
+    CHECK(rw != 0 && rw != self);
+    CHECK_EQ_U64(rw, heap_id(data_rw, sizeof data_rw));
+    data_rw[3] ^= 1;
+    CHECK(tcf_image_id(data_rw) != rw);
+    uint64_t libc = tcf_image_id((const void *)&printf);
+    CHECK(libc != 0 && libc != self);
+
+    void *a = open_copy("libtcftest-id.so", "liba-id.so");
+    void *b = open_copy("libtcftest-id.so", "libb-id.so");
+    void *c = open_copy("libtcftest-noid.so", "libc-noid.so");
+    void *d = open_copy("libtcftest-noid.so", "libd-noid.so");
+    CHECK(a && b && c && d);
+    CHECK(a != b && c != d);  /* four objects */
+    const char *code = "tcf_fake_nvrtc_dso", *data = "tcf_fake_nvrtc_data";
+    uint64_t ia = id_in(a, code), ib = id_in(b, code), ic = id_in(c, code), id = id_in(d, code);
+    CHECK(ia != 0 && ic != 0 && id != 0);
+    CHECK_EQ_U64(ia, ib);             /* the build-id, not the name */
+    CHECK(ic != id);                  /* no build-id: path and inode */
+    CHECK(ia != ic && ia != self && ia != libc);
+    /* its writable data: by the bytes there, the same in every copy */
+    uint64_t da = id_in(a, data), dd = id_in(d, data);
+    CHECK(da != 0 && da == dd && da != ia);
 }
 
 TEST(in_memory)
