@@ -201,11 +201,6 @@ static const tcf_decode_rule_t *tcf_decode_match(const tcf_decode_name_t *nm)
     return NULL;
 }
 
-static unsigned tcf_decode_dtsize(tcf_dtype_t d)
-{
-    return d == TCF_DT_F32 ? 4 : d == TCF_DT_BOOL ? 1 : 2;
-}
-
 /* at::ScalarType codes (c10/core/ScalarType.h), as the cast loop's loader/storer hold them */
 static tcf_dtype_t tcf_decode_scalar_type(uint8_t st)
 {
@@ -290,7 +285,7 @@ tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_k
      * (pow's empty lambdas are 8 bytes), so those are only bounded */
     uint32_t fmin = r->moff >= 0 ? (uint32_t)r->moff + 4 : 1;
     for (int i = 0; i < 2 && r->s[i].ty; i++) {
-        dk->ssz[i] = r->s[i].ty == TCF_SC_OPMATH ? 4 : tcf_decode_dtsize(t);
+        dk->ssz[i] = r->s[i].ty == TCF_SC_OPMATH ? 4 : tcf_dtype_size(t);
         dk->soff[i] = (r->s[i].after + dk->ssz[i] - 1) / dk->ssz[i] * dk->ssz[i];
         fmin = dk->soff[i] + dk->ssz[i] > fmin ? dk->soff[i] + dk->ssz[i] : fmin;
     }
@@ -339,7 +334,7 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
         const uint8_t *code = i < r->nin ? p + dk->loff + i : p + dk->stoff;
         uint64_t esz = tcf_decode_rd(i < r->nin ? p + dk->loff + 4 + 4 * i : code + 4, 4);
         tcf_dtype_t d = tcf_decode_scalar_type(*code);
-        if (!d || esz != tcf_decode_dtsize(d))
+        if (!d || esz != tcf_dtype_size(d))
             return tcf_decode_fail(op, d ? TCF_DECODE_BAD_VALUE : TCF_DECODE_UNSUPPORTED_DTYPE);
         *(i < r->nin ? &op->in_dt[i] : &op->out_dt) = d;
     }

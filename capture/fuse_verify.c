@@ -15,11 +15,6 @@
 #define TCF_VERIFY_N 70001u   /* odd, not a multiple of any vector width: tails run too */
 #define TCF_MAX_ADDR (3 * TCF_GROUP_MAX_OPS + 1)
 
-static uint32_t tcf_esize(tcf_dtype_t d)
-{
-    return d == TCF_DT_F32 ? 4 : d == TCF_DT_BOOL ? 1 : 2;
-}
-
 static uint64_t tcf_rand(uint64_t *s)
 {
     *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
@@ -182,7 +177,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
             continue;
         /* the whole region, so that a store outside the operand's elements shows too */
         CUdeviceptr a = base + bi[b] * stride, g = setB + bi[b] * stride;
-        size_t es = tcf_esize(job->g.buf_dt[b]);
+        size_t es = tcf_dtype_size(job->g.buf_dt[b]);
         if (tcf_drv.memcpy_dtoh_async(host, a, stride, s) ||
             tcf_drv.memcpy_dtoh_async(host + stride, g, stride, s) ||
             tcf_drv.stream_synchronize(s)) {
@@ -241,7 +236,7 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
      * the kernels accept), at operands misaligned against 16 bytes and against each other,
      * with another tail. The same kernel serves any alignment: this is its other half. */
     for (uint32_t i = 0; i < na; i++)  /* odd multiples of the element: 4, 12, 20, 28 for float */
-        off[i] = (2 * (i % 4) + 1) * tcf_esize(addr[i].dt);
+        off[i] = (2 * (i % 4) + 1) * tcf_dtype_size(addr[i].dt);
     rc = tcf_verify_pass(job, addr, na, off, n - 2, fused, s, why, cap);
     if (rc != 0) {
         char inner[200];

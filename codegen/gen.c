@@ -47,11 +47,6 @@ static void tcf_codegen_put(tcf_codegen_sb_t *b, const char *fmt, ...)
         b->len += (size_t)n;
 }
 
-static unsigned tcf_codegen_dtsize(tcf_dtype_t d)
-{
-    return d == TCF_DT_F32 ? 4 : d == TCF_DT_BOOL ? 1 : 2;
-}
-
 /* What the kernel does with each buffer, from the group's order of reads and writes. */
 typedef struct {
     int loaded[TCF_GROUP_MAX_BUFS];   /* read before any op of the group writes it */
@@ -228,7 +223,7 @@ static void tcf_codegen_kernel(tcf_codegen_sb_t *b, const tcf_group_t *g,
      * wider than 16 bytes is moved as several 16-byte accesses) */
     tcf_codegen_put(b, "    if (i + %uull <= n) {\n", v);
     for (unsigned u = 0; u < g->nbufs; u++) {
-        unsigned al = tcf_codegen_dtsize(g->buf_dt[u]) * v;
+        unsigned al = tcf_dtype_size(g->buf_dt[u]) * v;
         const char *ct = tcf_codegen_ctype(g->buf_dt[u]);
         al = al > 16 ? 16 : al;
         if (io->loaded[u])
@@ -241,7 +236,7 @@ static void tcf_codegen_kernel(tcf_codegen_sb_t *b, const tcf_group_t *g,
     tcf_codegen_put(b, "#pragma unroll\n      for (int j = 0; j < %u; j++)\n        ", v);
     tcf_codegen_call(b, g, io, 1, "j");
     for (unsigned u = 0; u < g->nbufs; u++) {
-        unsigned al = tcf_codegen_dtsize(g->buf_dt[u]) * v;
+        unsigned al = tcf_dtype_size(g->buf_dt[u]) * v;
         al = al > 16 ? 16 : al;
         if (io->writer[u] >= 0)
             tcf_codegen_put(b, "      *(tcf_pack<%s, %u, %u> *)(B%u + i) = P%u;\n",

@@ -37,6 +37,13 @@ typedef enum {
 
 typedef enum { TCF_DT_NONE = 0, TCF_DT_F32, TCF_DT_F16, TCF_DT_BF16, TCF_DT_BOOL } tcf_dtype_t;
 
+/* Bytes per element in memory; 0 for NONE. */
+static inline unsigned tcf_dtype_size(tcf_dtype_t d)
+{
+    return d == TCF_DT_F32 ? 4 : d == TCF_DT_F16 || d == TCF_DT_BF16 ? 2
+                               : d == TCF_DT_BOOL ? 1 : 0;
+}
+
 /* VEC: vectorized_elementwise_kernel<vec> (contiguous, aligned, memory = functor types);
  * UNROLLED: unrolled_elementwise_kernel without casts (contiguous, unaligned: vec 1);
  * CAST: unrolled_elementwise_kernel with LoadWithCast/StoreWithCast (mixed dtypes: the

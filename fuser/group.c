@@ -5,17 +5,6 @@
 
 #include "fuser/internal.h"
 
-unsigned tcf_fuser_esize(tcf_dtype_t dt)
-{
-    switch (dt) {
-    case TCF_DT_F32: return 4;
-    case TCF_DT_F16:
-    case TCF_DT_BF16: return 2;
-    case TCF_DT_BOOL: return 1;
-    default: return 0;
-    }
-}
-
 /* Operand o of an op, numbered as tcf_bind_t numbers them: 0 = out, 1 + i = in[i]. */
 static uint64_t operand_ptr(const tcf_op_t *op, unsigned o) { return o ? op->in[o - 1] : op->out; }
 static tcf_dtype_t operand_dt(const tcf_op_t *op, unsigned o)
@@ -34,7 +23,7 @@ int tcf_fuser_op_ok(const tcf_op_t *op)
         op->nin > 3 || op->nscalar > 2)
         return 0;
     for (unsigned o = 0; o <= op->nin; o++) {
-        uint64_t p = operand_ptr(op, o), len = (uint64_t)op->n * tcf_fuser_esize(operand_dt(op, o));
+        uint64_t p = operand_ptr(op, o), len = (uint64_t)op->n * tcf_dtype_size(operand_dt(op, o));
         if (!p || !len || p > UINT64_MAX - len)
             return 0;   /* a range that wraps would defeat every overlap test */
     }
@@ -58,7 +47,7 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
         unsigned o = j <= op->nin ? j : 0;
         uint64_t p = operand_ptr(op, o);
         tcf_dtype_t dt = operand_dt(op, o);
-        uint64_t e = p + (uint64_t)op->n * tcf_fuser_esize(dt);
+        uint64_t e = p + (uint64_t)op->n * tcf_dtype_size(dt);
         int hit = -1, stale = 0;
         for (unsigned r = 0; r < nraw; r++) {
             const tcf_fuser_buf_t *x = &b->raw[r];
@@ -141,7 +130,7 @@ static void drop_freed(const tcf_fuser_build_t *b, const tcf_item_t *items, size
             for (unsigned r = 0; r < b->nraw; r++)
                 for (unsigned j = 1; pending[r] && j <= it->op.nin; j++) {
                     uint64_t p = it->op.in[j - 1];
-                    if (overlaps(p, p + (uint64_t)it->op.n * tcf_fuser_esize(it->op.in_dt[j - 1]),
+                    if (overlaps(p, p + (uint64_t)it->op.n * tcf_dtype_size(it->op.in_dt[j - 1]),
                                  &b->raw[r]))
                         pending[r] = 0, left--;   /* read: the store stays */
                 }
@@ -178,11 +167,11 @@ int tcf_fuser_build_finish(const tcf_fuser_build_t *b, const tcf_item_t *items, 
         g->buf_dt[g->nbufs] = x->dt;
         fg->buf_from[g->nbufs] = x->from;
         fg->args.buf[g->nbufs] = x->ptr;
-        if (tcf_fuser_esize(x->dt) > maxes)
-            maxes = tcf_fuser_esize(x->dt);
+        if (tcf_dtype_size(x->dt) > maxes)
+            maxes = tcf_dtype_size(x->dt);
         aligned &= (x->ptr & 15) == 0;
         if (x->loaded)
-            fg->bytes_read += b->n * tcf_fuser_esize(x->dt);
+            fg->bytes_read += b->n * tcf_dtype_size(x->dt);
         g->nbufs++;
     }
 
@@ -193,19 +182,19 @@ int tcf_fuser_build_finish(const tcf_fuser_build_t *b, const tcf_item_t *items, 
         *go = (tcf_gop_t){ .kind = op->kind, .mode = op->mode, .sarg = op->sarg, .nin = op->nin,
                            .nscalar = op->nscalar, .out_dt = op->out_dt,
                            .compute_dt = op->compute_dt, .res_dt = op->res_dt };
-        unfused += b->n * tcf_fuser_esize(op->out_dt);
+        unfused += b->n * tcf_dtype_size(op->out_dt);
         for (unsigned i = 0; i < op->nin; i++) {
             uint8_t s = b->src[k][i];
             go->in_dt[i] = op->in_dt[i];
             go->in_src[i] = (s & TCF_SRC_OP) ? s : slot[s];
-            unfused += b->n * tcf_fuser_esize(op->in_dt[i]);
+            unfused += b->n * tcf_dtype_size(op->in_dt[i]);
         }
         /* Only a buffer's last writer stores; an earlier one was overwritten in the group. */
         go->out_buf = b->raw[r].writer == (int)k && keep[r] ? slot[r] : TCF_NO_STORE;
         if (go->out_buf == TCF_NO_STORE)
             fg->stores_dropped++;
         else
-            fg->bytes_written += b->n * tcf_fuser_esize(op->out_dt);
+            fg->bytes_written += b->n * tcf_dtype_size(op->out_dt);
         for (unsigned s = 0; s < op->nscalar; s++) {
             go->scalar_arg[s] = g->nscalars;
             go->scalar_dt[s] = op->s[s].dt;

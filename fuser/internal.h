@@ -33,7 +33,6 @@ typedef struct {
 int tcf_fuser_op_ok(const tcf_op_t *op);
 
 /* Bytes per element of a memory dtype; 0 for NONE. */
-unsigned tcf_fuser_esize(tcf_dtype_t dt);
 
 /* Adds items[idx] (an op that passed tcf_fuser_op_ok) as the builder's next op. Returns
  * -1 when added, else the reason it cannot join (SIZE, OVERLAP, TOO_BIG); the builder is
