@@ -162,11 +162,6 @@ static CUfunction tcf_load_mod(const void *cubin, CUfunction *fn, CUmodule *mod)
     return *fn;
 }
 
-static CUfunction tcf_load(const void *cubin, CUfunction *fn)
-{
-    CUmodule mod;
-    return tcf_load_mod(cubin, fn, &mod);
-}
 
 /* The verdict the disk cache holds for a source (a group's, or a kernel's own check):
  * 1 verified, 0 failed, -1 none. */
@@ -251,6 +246,7 @@ static int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cac
     int rc = -1, from_disk, keep;
     char why[200] = "";
     CUfunction fn;
+    CUmodule mod = NULL;  /* the op's kernel serves this check only: unloaded after it */
     if (!one || !fg || !src || !vsrc)
         goto out;
     if ((keep = tcf_kernel_vsrc(o, k, fg, src, vsrc)) < 0) {
@@ -262,7 +258,9 @@ static int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cac
     keep &= cache;
     if (keep && (rc = tcf_verdict_get(vsrc, arch)) >= 0)
         goto out;
-    if (tcf_cubin_for(src, arch, cache, &cubin, &clen, &from_disk) != 0 || !tcf_load(cubin, &fn)) {
+    if (tcf_cubin_for(src, arch, cache, &cubin, &clen, &from_disk) != 0 ||
+        !tcf_load_mod(cubin, &fn, &mod)) {
+        mod = NULL;
         snprintf(why, sizeof why, "its generated kernel would not compile or load");
         goto out;
     }
@@ -275,11 +273,13 @@ static int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cac
     one->norig = 1;
     one->orig[0] = *o;
     atomic_fetch_add(&tcf_fkc.kernels_checked, 1);
-    int r = tcf_fuse_verify(one, fn, *s, why, sizeof why);
+    int r = tcf_fuse_verify(one, fn, *s, why, sizeof why);  /* synchronizes its stream */
     rc = r == 0 ? 1 : r > 0 ? 0 : -1;
     if (keep && rc >= 0)
         tcf_verdict_put(vsrc, arch, rc);
 out:
+    if (mod && tcf_drv.module_unload)
+        tcf_drv.module_unload(mod);
     if (rc >= 0) {
         atomic_store(&k->verdict, rc ? TCF_KV_OK : TCF_KV_BAD);
         if (!rc) {
