@@ -18,7 +18,8 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) 
              -I. -I$(CUDA_HOME)/include -MMD -MP
 LDLIBS    := -Wl,--as-needed -ldl -lpthread
 
-PURE_SRC  := $(wildcard config/*.c capture/*.c fuser/*.c codegen/*.c cache/*.c)
+PURE_SRC  := $(wildcard base/*.c config/*.c trace/*.c recognize/*.c capture/*.c exec/*.c \
+                       fuser/*.c codegen/*.c cache/*.c)
 HOOK_SRC  := $(wildcard interpose/*.c)
 HOOK_ASM  := $(wildcard interpose/*.S)
 TOOL_SRC  := $(wildcard tools/*.c)

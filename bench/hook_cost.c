@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "capture/trace_read.h"
+#include "trace/read.h"
 
 typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*launch_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,

@@ -5,7 +5,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "capture/capture.h"
 #include "capture/key.h"
 
 void tcf_key_scratch_free(tcf_key_scratch_t *s)
@@ -84,9 +83,4 @@ uint64_t tcf_key_window(const tcf_key_item_t *items, size_t n, uint64_t dev_lo,
                                 p == 0 && it->fresh, &next);
     }
     return XXH3_64bits_digest(&st);
-}
-
-uint64_t tcf_hash_bytes(const void *p, size_t n, uint64_t seed)
-{
-    return XXH3_64bits_withSeed(p, n, seed);
 }

@@ -178,7 +178,8 @@ void tcf_stats_print(void)
     if (ops)
         tcf_out("  other work    %llu device memsets and copies", ops);
     unsigned long long pu = atomic_load(&tcf_ctr.params_unknown),
-                       le = atomic_load(&tcf_ctr.launch_errors), oom = atomic_load(&tcf_ctr.oom);
+                       le = atomic_load(&tcf_ctr.launch_errors),
+                       oom = atomic_load(&tcf_ctr.oom) + tcf_kernel_oom();
     if (pu || le || oom || tcf_keys_untracked)
         tcf_out("  problems      params-unknown %llu, launch-errors %llu, out-of-memory %llu, "
                 "keys-untracked %llu", pu, le, oom, (unsigned long long)tcf_keys_untracked);

@@ -9,11 +9,8 @@
 #include <sys/syscall.h>
 
 #include "capture/internal.h"
-#include "codegen/op.h"
 
 #define TCF_WTAB_SIZE 4096  /* distinct (context, stream, thread) triples */
-
-tcf_driver_t tcf_drv;
 
 static tcf_window_t *_Atomic tcf_wtab[TCF_WTAB_SIZE];   /* hashed */
 static tcf_window_t *tcf_wall[TCF_WTAB_SIZE];           /* dense, for closing all */
@@ -23,29 +20,20 @@ static atomic_ullong tcf_next_window_id;
 static atomic_int tcf_started, tcf_stopped;
 static uint64_t tcf_idle_ns;
 static uint32_t tcf_window_max;
+static tcf_capture_up_t tcf_up;   /* the acting mode above, if any (capture.h) */
 
-uint64_t tcf_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void tcf_kernels_init(void);
-
-void tcf_capture_init(const tcf_driver_t *drv)
+void tcf_capture_init(const tcf_capture_up_t *up)
 {
     if (atomic_exchange(&tcf_started, 1))
         return;
-    tcf_drv = *drv;
+    if (up)
+        tcf_up = *up;
     tcf_idle_ns = (uint64_t)tcf_cfg.idle_us * 1000u;
     tcf_window_max = (uint32_t)tcf_cfg.window_max;
     atomic_store(&tcf_ctr.dev_lo, UINT64_MAX);
     tcf_kernels_init();
     tcf_stats_init();
     tcf_trace_open();
-    if (tcf_cfg.mode == TCF_MODE_FUSE)
-        tcf_fuse_init();
 }
 
 /* --- which window ------------------------------------------------------------------- */
@@ -124,9 +112,10 @@ void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160
 {
     if (!w->nev)
         return;
-    if (w->nheld || w->ndec)  /* held work goes out before anything can observe it; a chain
-                               * that ran as issued is planned, to learn its kernels */
-        tcf_fuse_execute(w, reason);
+    if ((w->nheld || w->ndec) && tcf_up.flush)  /* held work goes out before anything can
+                                                 * observe it; a chain that ran as issued
+                                                 * is planned, to learn its kernels */
+        tcf_up.flush(w, reason);
     tcf_key_item_t stack_items[64];
     tcf_key_item_t *items = w->nev <= 64 ? stack_items : malloc(w->nev * sizeof *items);
     uint64_t key = 0;
@@ -215,8 +204,8 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
         if (!ev)
             return NULL;
         w->ev = ev;
-        if (tcf_cfg.mode == TCF_MODE_FUSE) {
-            struct tcf_op_s *ops = realloc(w->ops, cap * sizeof *ops);
+        if (tcf_up.flush) {  /* the acting mode keeps decoded ops beside the events */
+            tcf_op_t *ops = realloc(w->ops, cap * sizeof *ops);
             if (!ops)
                 return NULL;
             w->ops = ops;
@@ -421,13 +410,13 @@ void tcf_capture_shutdown(void)
 {
     if (!atomic_load(&tcf_started) || atomic_exchange(&tcf_stopped, 1))
         return;
-    if (tcf_cfg.mode == TCF_MODE_FUSE)
-        tcf_fuse_stop();
+    if (tcf_up.stop)
+        tcf_up.stop();
     tcf_close_all("exit");
     if (tcf_cfg.stats) {
         tcf_stats_print();
-        if (tcf_cfg.mode == TCF_MODE_FUSE)
-            tcf_fuse_stats_print();
+        if (tcf_up.stats)
+            tcf_up.stats();
     }
     tcf_trace_close();
 }

@@ -33,6 +33,7 @@
 
 #include <nvrtc.h> /* types only: every function comes from dlsym */
 
+#include "base/base.h"
 #include "codegen/codegen.h"
 
 typedef struct {
@@ -123,58 +124,13 @@ static int tcf_nvrtc_named(const char *path)
     return path && !strncmp(base ? base + 1 : path, "libnvrtc", 8);
 }
 
-typedef struct {
-    uintptr_t addr;
-    int       nvrtc;
-} tcf_owner_t;
-
-static int tcf_owner_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-    tcf_owner_t *o = data;
-    (void)size;
-    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && o->addr >= lo && o->addr - lo < ph->p_memsz) {
-            o->nvrtc = tcf_nvrtc_named(info->dlpi_name);
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* Whether addr lies in a library whose file name starts with "libnvrtc". This runs for every
  * exit handler the process registers once NVRTC is open, and PyTorch registers some on the
- * first call of each op. dladdr would do, but it also scans the owner's symbol table for the
- * nearest symbol, and libtorch_cuda's is so large that this cost milliseconds per op on a
- * program's first iteration (measured on the H100). The owner is found by address instead:
- * with _dl_find_object where the C library has it (glibc 2.35; found at run time, lock-free),
- * else by walking the loaded objects' segments. */
+ * first call of each op: the owner is found by address (base.h says why not dladdr). */
 int tcf_nvrtc_owns(const void *addr, int walk)
 {
-    if (!addr)
-        return 0;
-#ifdef DLFO_EH_SEGMENT_TYPE
-    typedef int (*find_fn)(void *, struct dl_find_object *);
-    static void *_Atomic find;  /* the function, or the address of itself: looked, absent */
-    void *f = atomic_load_explicit(&find, memory_order_acquire);
-    if (!f) {
-        f = dlsym(RTLD_DEFAULT, "_dl_find_object");
-        atomic_store_explicit(&find, f ? f : (void *)&find, memory_order_release);
-        if (!f)
-            f = (void *)&find;
-    }
-    if (!walk && f != (void *)&find) {
-        struct dl_find_object fo;
-        if (((find_fn)f)((void *)(uintptr_t)addr, &fo) == 0)
-            return fo.dlfo_link_map && tcf_nvrtc_named(fo.dlfo_link_map->l_name);
-    }
-#else
-    (void)walk;
-#endif
-    tcf_owner_t o = { (uintptr_t)addr, 0 };
-    dl_iterate_phdr(tcf_owner_cb, &o);
-    return o.nvrtc;
+    tcf_object_t o;
+    return tcf_object_at(addr, walk ? TCF_OBJ_WALK : 0, &o) && tcf_nvrtc_named(o.name);
 }
 
 void tcf_nvrtc_exit_registered(void *dso)

@@ -1,4 +1,4 @@
-/* The op vocabulary: what decoding produces (capture/decode.c), what planning groups
+/* The op vocabulary: what decoding produces (recognize/decode.c), what planning groups
  * (fuser/) and what code generation emits (codegen/). It lives here, in the lowest of the
  * three layers, so that no layer includes a higher one. Pure data definitions. */
 #ifndef TCF_OP_H

@@ -1,11 +1,14 @@
 /* Lazy start: the first hooked call (a CUDA symbol looked up, or an exported wrapper
- * called) reads the options, finds libcuda and starts capture. A process that never
+ * called) reads the options, finds libcuda, hands its entry points down (base/driver.h)
+ * and starts capture, and in fuse mode exec. A process that never
  * touches CUDA never gets here. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "base/driver.h"
 #include "capture/capture.h"
+#include "exec/exec.h"
 #include "interpose/interpose.h"
 
 _Atomic int tcf_interpose_mode = TCF_MODE_OFF;
@@ -68,7 +71,15 @@ static void tcf_init_once(void)
         .kernel_get_library    = tcf_real_dlsym(h, "cuKernelGetLibrary"),
         .func_get_module       = tcf_real_dlsym(h, "cuFuncGetModule"),
     };
-    tcf_capture_init(&drv);
+    tcf_driver_set(&drv);
+    /* The one upward path, capture -> exec, is this table handed down now (capture.h). */
+    static const tcf_capture_up_t fuse_up = {
+        .flush = tcf_exec_flush, .stop = tcf_exec_stop, .stats = tcf_exec_stats_print,
+    };
+    int fuse = tcf_cfg.mode == TCF_MODE_FUSE;
+    tcf_capture_init(fuse ? &fuse_up : NULL);
+    if (fuse)
+        tcf_exec_init();
     atexit(tcf_at_exit);
     tcf_log(TCF_LOG_INFO, "%s mode, libcuda %s", tcf_mode_name(tcf_cfg.mode),
             tcf_libcuda ? "found" : "not loaded yet");

@@ -2,6 +2,7 @@
  * records it (with a copy of the parameter bytes) and the driver's result is returned
  * unchanged. This is the hot path: every kernel of the process passes here. */
 #include "capture/capture.h"
+#include "exec/exec.h"
 #include "interpose/interpose.h"
 
 static inline int tcf_on(void)
@@ -19,12 +20,12 @@ static inline int tcf_fusing(void)
 #define TCF_HOLD_cuLaunchKernel(args)                                                    \
     {                                                                                    \
         CUresult taken_rc;                                                               \
-        if (tcf_fusing() && tcf_capture_fuse_launch args)                                \
+        if (tcf_fusing() && tcf_exec_launch args)                                \
             return taken_rc;                                                             \
     }
 #define TCF_HOLD_OTHER(stream)                                                           \
     if (tcf_fusing())                                                                    \
-        tcf_capture_fuse_order(stream);
+        tcf_exec_order(stream);
 
 #define TCF_LAUNCH_BODY(abi, ptds)                                                       \
     CUresult tcf_hook_##abi TCF_LAUNCH_PARAMS                                            \

@@ -1,9 +1,9 @@
 /* Module and library loads: call the driver, and on success record the identity of what
- * was loaded for the handle it returned (capture/images.c: fuse mode keys what it learns
+ * was loaded for the handle it returned (recognize/images.c: fuse mode keys what it learns
  * about a kernel by the code it came from). Not boundaries: loading reads host memory and
  * touches no stream. Each row: the call, its parameters and arguments as in hooks.def, the
  * handle it fills, and the identity of what it loads. */
-#include "capture/capture.h"
+#include "recognize/recognize.h"
 #include "interpose/interpose.h"
 
 #define TCF_LOAD(abi, params, args, handle, id)                                          \
@@ -15,7 +15,7 @@
         CUresult rc = real args;                                                         \
         if (rc == CUDA_SUCCESS && (handle) && *(handle) &&                               \
             atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) != TCF_MODE_OFF) \
-            tcf_capture_loaded((uint64_t)(uintptr_t)*(handle), (id));                    \
+            tcf_loaded((uint64_t)(uintptr_t)*(handle), (id));                           \
         return rc;                                                                       \
     }                                                                                    \
     TCF_EXPORT(abi)

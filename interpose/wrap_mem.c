@@ -1,6 +1,7 @@
 /* Memory and stream-ordered copy/memset wrappers: call the driver, record, return its
  * result unchanged. */
 #include "capture/capture.h"
+#include "exec/exec.h"
 #include "interpose/interpose.h"
 
 static inline int tcf_on(void)
@@ -68,10 +69,10 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
         TCF_REAL_OR_FAIL(abi);                                                           \
         /* Fuse mode: a free behind held launches waits for them (they may read it). */  \
         if (tcf_fusing()) {                                                              \
-            if (!(ptds) && tcf_capture_fuse_free(dptr, stream))                          \
+            if (!(ptds) && tcf_exec_free(dptr, stream))                          \
                 return CUDA_SUCCESS;                                                     \
             if (ptds)                                                                    \
-                tcf_capture_fuse_order(stream);                                          \
+                tcf_exec_order(stream);                                          \
         }                                                                                \
         CUresult rc = real(dptr, stream);                                                \
         if (tcf_on())                                                                    \
@@ -83,7 +84,7 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
         if (tcf_fusing())                                                                \
-            tcf_capture_fuse_order(stream);                                      \
+            tcf_exec_order(stream);                                                  \
         CUresult rc = real(dst, v, n, stream);                                           \
         if (tcf_on())                                                                    \
             tcf_capture_memset(name, dst, v, elem, n, stream, ptds, rc);                 \
@@ -94,7 +95,7 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
         if (tcf_fusing())                                                                \
-            tcf_capture_fuse_order(stream);                                      \
+            tcf_exec_order(stream);                                                  \
         CUresult rc = real(dst, src, n, stream);                                         \
         if (tcf_on())                                                                    \
             tcf_capture_memcpy("cuMemcpyDtoDAsync", dst, src, n, stream, ptds, rc);      \

@@ -1,5 +1,5 @@
 /* plan: `tcfuse plan [--compile] [--window ID] FILE`. Replays a recorded trace through
- * the planner: each window's launches are decoded (capture/decode.h) and planned
+ * the planner: each window's launches are decoded (recognize/decode.h) and planned
  * (fuser/fuser.h) exactly as the library would, and the groups, the stores they drop and
  * the source generated for them are printed, in file order with fixed formats, so tests
  * can match lines. --compile also compiles each group with NVRTC for sm_90. */
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/decode.h"
-#include "capture/trace_read.h"
+#include "recognize/decode.h"
+#include "trace/read.h"
 #include "codegen/codegen.h"
 #include "fuser/fuser.h"
 #include "tools/tools.h"

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "capture/trace_read.h"
+#include "trace/read.h"
 #include "tools/tools.h"
 
 typedef struct {

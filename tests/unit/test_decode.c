@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/decode.h"
+#include "recognize/decode.h"
 #include "check.h"
 
 #define FIXTURE "tests/fixtures/torch-2.11-h100-single-ops.log"

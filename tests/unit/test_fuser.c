@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/decode.h"
-#include "capture/trace_read.h"
+#include "recognize/decode.h"
+#include "trace/read.h"
 #include "check.h"
 #include "fuser/fuser.h"
 

@@ -1,4 +1,4 @@
-/* Code identity (capture/images.c): what fuse mode keys a kernel's verdict by.
+/* Code identity (recognize/images.c): what fuse mode keys a kernel's verdict by.
  *  - An image inside a loaded library's read-only segments is identified by the library:
  *    any two addresses in it agree (one in writable data is identified by its bytes); two copies of a library with a build-id (under other names) agree; two
  *    copies without one differ (path and inode); another library differs.
@@ -19,7 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "capture/internal.h"
+#include "base/driver.h"
+#include "recognize/recognize.h"
 #include "check.h"
 
 static const char rodata_a[] = "// PTX that lives in this binary\n.version 8.0\n";
@@ -178,16 +179,16 @@ TEST(files)
 TEST(handles)
 {
     CHECK_EQ_U64(tcf_loaded_id(0x1000), 0);
-    tcf_capture_loaded(0x1000, 11);
-    tcf_capture_loaded(0x2000, 22);
-    tcf_capture_loaded(0, 33);                     /* no handle: nothing */
+    tcf_loaded(0x1000, 11);
+    tcf_loaded(0x2000, 22);
+    tcf_loaded(0, 33);                     /* no handle: nothing */
     CHECK_EQ_U64(tcf_loaded_id(0x1000), 11);
     CHECK_EQ_U64(tcf_loaded_id(0x2000), 22);
     CHECK_EQ_U64(tcf_loaded_id(0), 0);
-    tcf_capture_loaded(0x1000, 44);                /* unloaded, handed out again */
+    tcf_loaded(0x1000, 44);                /* unloaded, handed out again */
     CHECK_EQ_U64(tcf_loaded_id(0x1000), 44);
     for (uint64_t h = 1; h <= 20000; h++)          /* past the table: unknown, no harm */
-        tcf_capture_loaded(0x100000 + h * 16, h);
+        tcf_loaded(0x100000 + h * 16, h);
     CHECK_EQ_U64(tcf_loaded_id(0x100000 + 16), 1);
     CHECK_EQ_U64(tcf_loaded_id(0x100000 + 20000 * 16), 0);
     CHECK_EQ_U64(tcf_loaded_id(0x2000), 22);
@@ -213,8 +214,8 @@ TEST(kernel_code)
 {
     tcf_drv.kernel_get_library = fake_kernel_get_library;
     tcf_drv.func_get_module = fake_func_get_module;
-    tcf_capture_loaded(0x7010, 701);   /* library of kernel 0x7000 */
-    tcf_capture_loaded(0x8020, 802);   /* module of function 0x8000 */
+    tcf_loaded(0x7010, 701);   /* library of kernel 0x7000 */
+    tcf_loaded(0x8020, 802);   /* module of function 0x8000 */
     tcf_kernel_t k = { .handle = 0x7000, .kind = TCF_KIND_KERNEL };
     tcf_kernel_t f = { .handle = 0x8000, .kind = TCF_KIND_FUNCTION };
     CHECK_EQ_U64(tcf_kernel_code(&k), 701);

@@ -51,7 +51,7 @@ static void *compile_loop(void *arg)
     return NULL;
 }
 
-static void join_worker(void)  /* what tcf_fuse_stop does; registered many times */
+static void join_worker(void)  /* what tcf_exec_stop does; registered many times */
 {
     static atomic_int joined;
     atomic_store(&stop, 1);

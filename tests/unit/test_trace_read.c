@@ -1,11 +1,11 @@
-/* Unit tests for the trace reader (capture/trace_read.h) on hand-written lines: every
+/* Unit tests for the trace reader (trace/read.h) on hand-written lines: every
  * event type, escapes, unknown fields and events, and the malformed lines a truncated or
  * corrupt trace holds (they must be counted and skipped, never crash). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "capture/trace_read.h"
+#include "trace/read.h"
 #include "tests/unit/check.h"
 
 /* One reader shared by the single-line tests: its scratch is reused line after line. */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capture/decode.h"
+#include "recognize/decode.h"
 
 enum { TCF_SC_NONE = 0, TCF_SC_OPMATH, TCF_SC_ELEM };
 enum { TCF_IN_SAME = 0, TCF_IN_BOOL };
@@ -31,7 +31,7 @@ static const tcf_decode_rule_t tcf_decode_rules[] = {
 #define TCF_DECODE_RULE(r, k, m1, m2, lam, idx, in0, out, nin, dts, sarg, s0, s1, mode)  \
     { #r, m1, m2, lam, TCF_OP_##k, idx, TCF_IN_##in0, TCF_OUT_##out, nin, TCF_DTS_##dts, \
       TCF_SARG_##sarg, { s0, s1 }, mode },
-#include "capture/decode_rules.def"
+#include "recognize/decode_rules.def"
 #undef TCF_DECODE_RULE
 };
 #define TCF_DECODE_NRULES (sizeof tcf_decode_rules / sizeof tcf_decode_rules[0])

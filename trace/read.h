@@ -1,4 +1,4 @@
-/* trace_read: a reader for tcfuse's trace format, version 1 (docs/TRACE.md).
+/* trace/read.h: a reader for tcfuse's trace format, version 1 (docs/TRACE.md).
  *
  * Conventions: pure C, no CUDA, no global state; one reader is used by one thread.
  * Each line is a flat JSON object; the reader decodes the fields the format names into

@@ -12,7 +12,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "capture/internal.h"
+#include <pthread.h>
+
+#include "recognize/recognize.h"
 
 #define TCF_KTAB_BITS 16
 #define TCF_KTAB_SIZE (1u << TCF_KTAB_BITS)
@@ -26,11 +28,17 @@ typedef struct {
 static tcf_kslot_t *tcf_ktab;
 static pthread_mutex_t tcf_klock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_uint tcf_kcount;
+static atomic_ullong tcf_koom;
 static tcf_kernel_t tcf_kunknown = { .name = "", .id = 0 };
 
 uint32_t tcf_kernel_count(void)
 {
     return atomic_load(&tcf_kcount);
+}
+
+unsigned long long tcf_kernel_oom(void)
+{
+    return atomic_load(&tcf_koom);
 }
 
 static void tcf_kernel_describe(tcf_kernel_t *k, CUfunction f)
@@ -146,13 +154,12 @@ tcf_kernel_t *tcf_kernel_get(CUfunction f)
     }
     pthread_mutex_unlock(&tcf_klock);
     if (!k) {
-        atomic_fetch_add(&tcf_ctr.oom, 1);
+        atomic_fetch_add(&tcf_koom, 1);
         return &tcf_kunknown;
     }
     return k;
 }
 
-void tcf_kernels_init(void);
 void tcf_kernels_init(void)
 {
     tcf_ktab = calloc(TCF_KTAB_SIZE, sizeof *tcf_ktab);

@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/decode.h"
-#include "capture/fuse.h"
+#include "exec/internal.h"
 
 #define TCF_VERIFY_N 70001u   /* odd, not a multiple of any vector width: tails run too */
 #define TCF_MAX_ADDR (3 * TCF_GROUP_MAX_OPS + 1)

@@ -21,12 +21,14 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "capture/internal.h"
+#include "base/base.h"
+#include "recognize/recognize.h"
 
 #define TCF_FATBIN_MAGIC  0xBA55ED50u   /* fatbin header (fatbinary_section.h) */
 #define TCF_FATBINC_MAGIC 0x466243B1u   /* __fatBinC_Wrapper_t around it */
@@ -51,58 +53,6 @@ static uint64_t tcf_stat_id(const char *what, const char *path)
                       (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec };
     XXH3_64bits_update(&s, f, sizeof f);
     return tcf_nonzero(XXH3_64bits_digest(&s));
-}
-
-typedef struct {
-    uintptr_t addr;
-    int       found;
-    uint64_t  id;
-} tcf_obj_t;
-
-/* The build-id note among one object's PT_NOTE segments; 0 when it has none. */
-static uint64_t tcf_build_id(const struct dl_phdr_info *info)
-{
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_NOTE)
-            continue;
-        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-        const uint8_t *end = p + ph->p_memsz;
-        while (p + sizeof(ElfW(Nhdr)) <= end) {
-            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)(const void *)p;
-            const uint8_t *name = p + sizeof *nh;
-            const uint8_t *desc = name + ((nh->n_namesz + 3) & ~3u);
-            const uint8_t *next = desc + ((nh->n_descsz + 3) & ~3u);
-            if (next > end || next < p)
-                break;
-            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-                !memcmp(name, "GNU", 4) && nh->n_descsz > 0)
-                return tcf_nonzero(XXH3_64bits_withSeed(desc, nh->n_descsz, 0xB1D));
-            p = next;
-        }
-    }
-    return 0;
-}
-
-static int tcf_obj_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    tcf_obj_t *o = data;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type != PT_LOAD || o->addr < lo || o->addr - lo >= ph->p_memsz)
-            continue;
-        o->found = 1;
-        if (ph->p_flags & PF_W)  /* data the program may have written: its bytes, below */
-            return 1;
-        o->id = tcf_build_id(info);
-        if (!o->id)  /* the main program is named "" */
-            o->id = tcf_stat_id("object", info->dlpi_name && info->dlpi_name[0]
-                                              ? info->dlpi_name : "/proc/self/exe");
-        return 1;
-    }
-    return 0;
 }
 
 /* The length of an image the driver would read at p, from its own headers; 0 when the
@@ -146,10 +96,16 @@ uint64_t tcf_image_id(const void *image)
             return 0;
         p = inner;
     }
-    tcf_obj_t o = { .addr = (uintptr_t)p };
-    dl_iterate_phdr(tcf_obj_cb, &o);
-    if (o.id)
-        return o.id;
+    tcf_object_t o;
+    if (tcf_object_at(p, TCF_OBJ_SEGMENT, &o) && !o.writable) {
+        /* Code the program cannot have written: the object's build-id, else its file (the
+         * main program is named ""). Writable data is identified by its bytes, below. */
+        if (o.build_id)
+            return o.build_id;
+        uint64_t id = tcf_stat_id("object", o.name[0] ? o.name : "/proc/self/exe");
+        if (id)
+            return id;
+    }
     size_t len = tcf_image_len(p);
     return len ? tcf_nonzero(XXH3_64bits_withSeed(p, len, 0x1A6E)) : 0;
 }
@@ -191,7 +147,7 @@ static tcf_img_slot_t *tcf_img_find(uint64_t handle, int insert)
     return NULL;
 }
 
-void tcf_capture_loaded(uint64_t handle, uint64_t id)
+void tcf_loaded(uint64_t handle, uint64_t id)
 {
     if (!handle)
         return;

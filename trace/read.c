@@ -3,14 +3,14 @@
  * whole), then the event's fields are decoded from those spans. Decoding runs twice,
  * first only counting the scratch bytes it needs, then writing them, so the scratch
  * buffer grows at most once per line and never moves under a pointer already handed out. */
-#include "capture/trace_read.h"
+#include "trace/read.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/trace_read_json.h"
+#include "trace/json.h"
 
 #define TCF_TRACE_FIELDS(X) \
     X(tcfuse_trace) X(version) X(pid) X(mode) X(argv0) X(ev) X(id) X(name) X(handle) \

@@ -1,4 +1,4 @@
-/* trace_read_json: the JSON pieces of the trace reader (internal to capture/trace_read.c,
+/* trace/json.h: the JSON pieces of the trace reader (internal to trace/read.c,
  * split out to keep files small; nothing else should include it).
  *
  * Everything works on spans [p, e) of one line, never reads past e, never allocates and
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture/trace_read.h"
+#include "trace/read.h"
 
 typedef enum {
     TCF_JSON_NONE = 0, TCF_JSON_STR, TCF_JSON_NUM, TCF_JSON_ARR, TCF_JSON_OBJ, TCF_JSON_LIT

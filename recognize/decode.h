@@ -8,7 +8,7 @@
  * parameter), the copied parameter bytes, grid and block. The output describes what
  * PyTorch 2.11's kernel computes, read from its name (shared/PYTORCH-KERNELS.md: loop,
  * functor, dtypes) and its bytes (element count, pointers, scalars). Which kernels are
- * recognized is data: capture/decode_rules.def, one row per kernel family. Anything else
+ * recognized is data: recognize/decode_rules.def, one row per kernel family. Anything else
  * is refused with a named reason; a refusal is never an error, the launch simply runs as
  * eager ran it. Decoding is a hypothesis: the fuser verifies an op against the original
  * kernel before first use (DESIGN.md, Fusion), so a wrong row costs a fusion, not a result.

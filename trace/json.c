@@ -1,5 +1,5 @@
-/* trace_read_json: lexing and value decoding for the trace reader (trace_read_json.h). */
-#include "capture/trace_read_json.h"
+/* trace/json.c: lexing and value decoding for the trace reader (json.h). */
+#include "trace/json.h"
 
 #include <string.h>
 

@@ -1,0 +1,36 @@
+/* base: what every layer may use and that uses nothing of tcfuse: the clock, and which
+ * loaded object holds an address. Thread-safe, no state of its own beyond a memoized
+ * symbol lookup; never calls the CUDA driver.
+ */
+#ifndef TCF_BASE_H
+#define TCF_BASE_H
+
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t tcf_now_ns(void);
+
+/* The loaded ELF object (the program or a shared library) whose mapped segments hold an
+ * address. */
+typedef struct {
+    const char *name;      /* its path as the loader has it ("" for the main program);
+                            * the loader's string, valid while the object stays loaded */
+    int         writable;  /* TCF_OBJ_SEGMENT: addr lies in a writable segment */
+    uint64_t    build_id;  /* TCF_OBJ_SEGMENT: a hash of its GNU build-id note, never 0;
+                            * 0 when it has none */
+} tcf_object_t;
+
+enum {
+    TCF_OBJ_SEGMENT = 1,   /* fill writable and build_id (walks the loaded segments) */
+    TCF_OBJ_WALK    = 2,   /* never _dl_find_object, even where it would do (tests) */
+};
+
+/* Fills *o for the object holding addr and returns 1; 0 when no loaded object holds it
+ * (the heap, a stack, NULL). For the name alone, glibc's _dl_find_object answers without
+ * a lock or a walk where the C library has it (glibc 2.35, found at run time); otherwise
+ * the loaded objects' segments are walked (dl_iterate_phdr). Never dladdr: it also scans
+ * the object's symbol table for the nearest symbol, which for libtorch_cuda costs
+ * milliseconds (codegen/nvrtc.c says where that mattered). */
+int tcf_object_at(const void *addr, unsigned flags, tcf_object_t *o);
+
+#endif

@@ -1,0 +1,51 @@
+/* base/driver.h: the real CUDA driver entry points tcfuse itself calls.
+ *
+ * interpose/ fills this table once, from libcuda, before any other layer runs
+ * (tcf_driver_set), and hands it down the path: capture/ asks the current context,
+ * recognize/ names and parameter layouts, exec/ launches, frees, loads and verifies. No
+ * layer calls a hooked entry point for its own work, so tcfuse never sees itself. Any
+ * member may be NULL (an old driver, or a unit test's fakes): each user then does less
+ * and says so. Read-only after tcf_driver_set; read from any thread.
+ */
+#ifndef TCF_BASE_DRIVER_H
+#define TCF_BASE_DRIVER_H
+
+#include <cuda.h>
+#include <stddef.h>
+
+typedef struct {
+    /* Kernel identity (recognize/kernels.c) and the window of a call (capture/). */
+    CUresult (*kernel_get_name)(const char **name, CUkernel k);
+    CUresult (*func_get_name)(const char **name, CUfunction f);
+    CUresult (*kernel_get_param_info)(CUkernel k, size_t i, size_t *off, size_t *size);
+    CUresult (*func_get_param_info)(CUfunction f, size_t i, size_t *off, size_t *size);
+    CUresult (*ctx_get_current)(CUcontext *ctx);
+    /* exec/: issuing held work, compiling, loading and verifying generated kernels. */
+    CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*mem_free_async)(CUdeviceptr, CUstream);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*ctx_get_device)(CUdevice *);
+    CUresult (*device_get_attribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+    CUresult (*mem_free)(CUdeviceptr);
+    CUresult (*memcpy_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*stream_create)(CUstream *, unsigned);
+    CUresult (*stream_synchronize)(CUstream);
+    CUresult (*stream_destroy)(CUstream);
+    CUresult (*module_load_data)(CUmodule *, const void *);
+    CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+    CUresult (*module_unload)(CUmodule);
+    /* Where a kernel's code came from (recognize/images.c). */
+    CUresult (*kernel_get_library)(CUlibrary *, CUkernel);
+    CUresult (*func_get_module)(CUmodule *, CUfunction);
+} tcf_driver_t;
+
+/* The table every layer reads. Zero (every member NULL) until tcf_driver_set. */
+extern tcf_driver_t tcf_drv;
+
+/* Copies *drv into tcf_drv. Called once, at start, before any thread of tcfuse runs. */
+void tcf_driver_set(const tcf_driver_t *drv);
+
+#endif

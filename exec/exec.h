@@ -1,0 +1,53 @@
+/* exec: running a window's plan. Today that is fuse mode: PyTorch's eager elementwise
+ * launches are held in their window (or issued and kept to learn from), and when the window
+ * must close its plan runs: fused groups whose generated kernel is ready as one launch
+ * each, everything else as the application issued it. Generated kernels come from a
+ * background worker that compiles (codegen/), loads, and verifies them bitwise against the
+ * launches they replace before first use; the disk cache (cache/) serves the next process.
+ *
+ * Where it sits: above capture/. The launch hooks of interpose/ call tcf_exec_launch and
+ * its kin before the driver sees the call; exec decides whether to hold it and records it
+ * in capture's window (capture/window.h). capture calls back up only through the table of
+ * functions interpose hands it at start (tcf_exec_flush, tcf_exec_stop,
+ * tcf_exec_stats_print). Below exec: recognize/ (what a launch computes), fuser/ (which ops
+ * run together), codegen/ (source, NVRTC), cache/.
+ *
+ * Threads: every function here runs on the application's thread that made the call, except
+ * tcf_exec_stop (an exit handler). The worker is exec's own thread. Nothing fails visibly:
+ * whatever goes wrong falls back to the original launches and is counted under a reason.
+ */
+#ifndef TCF_EXEC_H
+#define TCF_EXEC_H
+
+#include <cuda.h>
+
+struct tcf_window;
+
+/* Starts fuse mode (the worker, which opens NVRTC and the disk cache at once). Called once
+ * by interpose/ after tcf_capture_init. Without a worker, or with TCFUSE_FUSION=0, nothing
+ * is ever held and every call below returns at once. */
+void tcf_exec_init(void);
+
+/* A cuLaunchKernel on its way to the driver: returns 1 when exec took care of it (held in
+ * the window, or issued and recorded with its decoded op) and the wrapper must return
+ * *result; 0 when the caller must issue and record it as usual (held work that must
+ * precede it has been issued). */
+int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                    unsigned by, unsigned bz, unsigned smem, CUstream stream, void **params,
+                    void **extra, CUresult *result);
+/* A stream-ordered free: 1 when held (it must run after held work that may use the block),
+ * 0 when the caller must free now. */
+int tcf_exec_free(CUdeviceptr ptr, CUstream stream);
+/* Any other device work on `stream` (memsets, copies, launches exec does not take): issues
+ * held work first, so that order is kept. */
+void tcf_exec_order(CUstream stream);
+
+/* capture's upward table (capture.h). flush: issues the window's held work by its plan
+ * and plans what ran as issued, to learn its kernels (w locked). stop: at exit, drops held
+ * work (nothing can observe it any more) and parks the worker. stats_print: fuse mode's
+ * lines of the summary. */
+void tcf_exec_flush(struct tcf_window *w, const char *reason);
+void tcf_exec_stop(void);
+void tcf_exec_stats_print(void);
+
+#endif

@@ -1,0 +1,262 @@
+/* Fuse mode's launch path: hold PyTorch elementwise launches in their window and issue the window's
+ * plan when something may observe it, new work must follow it, the window is full or it
+ * idles.
+ *
+ * Holding costs overlap: while a window is held the GPU waits for the host. So a window
+ * is held only from a launch known to start a group whose generated kernel is ready
+ * (DESIGN.md: hold only what pays), or, with TCFUSE_HOLD_ALL, from any decodable launch.
+ * Other decoded launches go to the driver at once and are kept in the window with their
+ * op; when their chain ends the window is planned all the same, which queues the compiles
+ * of its groups and, once a group's kernel is ready, makes its first launch a start. A
+ * program's first iteration therefore runs as eager runs it, and later ones fused.
+ *
+ * What is held: launches through cuLaunchKernel (not _ptsz, not the `extra` form) that
+ * decode (recognize/decode.c), and stream-ordered frees behind them (freeing at once could
+ * let the pool hand a block still read by a held launch to someone else). Everything else
+ * issues held work first, on every stream: a launch on the legacy default stream orders
+ * against all blocking streams, and holding on two streams at once would need the same
+ * care; this is the conservative form of DESIGN.md's rule.
+ * A held launch returns CUDA_SUCCESS at once: PyTorch's elementwise launches are valid
+ * by construction (their decoding checked the layout); a failure when it is issued later
+ * is counted (held-failed), like any asynchronous launch error.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exec/internal.h"
+
+static int tcf_holding;           /* fuse mode with fusion on */
+static atomic_int tcf_stopping;
+
+/* Issues held work of every window but `except` (NULL: all). Windows are locked one at a
+ * time, never while holding another's lock. */
+static void tcf_flush_held(const tcf_window_t *except, const char *reason)
+{
+    unsigned n = tcf_window_count();
+    for (unsigned i = 0; i < n; i++) {
+        tcf_window_t *w = tcf_window_at(i);
+        if (w == except || (!__atomic_load_n(&w->nheld, __ATOMIC_RELAXED) &&
+                            !__atomic_load_n(&w->ndec, __ATOMIC_RELAXED)))
+            continue;
+        pthread_mutex_lock(&w->lock);
+        if (w->nheld || w->ndec)
+            tcf_exec_flush(w, reason);
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+
+void tcf_exec_order(CUstream stream)
+{
+    (void)stream;
+    if (tcf_holding)
+        tcf_flush_held(NULL, "other-work");
+}
+
+/* A kernel's first launch in fuse mode: decodes what its name and layout say, once, and
+ * says whether its launches may be held. A thread that finds another one decoding it
+ * issues its launch as is. */
+static int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
+{
+    int expect = TCF_FUSE_UNKNOWN;
+    if (extra || !params)  /* this launch's form, not the kernel's: decide next time */
+        return TCF_FUSE_UNKNOWN;
+    if (!atomic_compare_exchange_strong(&k->fuse_state, &expect, TCF_FUSE_DECODING))
+        return expect;
+    tcf_decode_status_t ds = TCF_DECODE_BAD_LAYOUT;
+    if (k->param_known && k->param_bytes <= sizeof ((tcf_orig_t *)0)->params && k->nparams <= 8) {
+        tcf_decode_launch_t dl = { .name = k->name, .nparams = k->nparams, .off = k->off,
+                                   .size = k->size };
+        ds = tcf_decode_kernel(&dl, &k->dk);
+    }
+    if (ds != TCF_DECODE_OK)
+        atomic_fetch_add(&tcf_xctr.refused[ds], 1);
+    int fs = ds == TCF_DECODE_OK ? TCF_FUSE_DECODABLE : TCF_FUSE_NEVER;
+    atomic_store_explicit(&k->fuse_state, fs, memory_order_release);
+    return fs;
+}
+
+/* Appends a decoded launch to w (locked) with its op and parameter bytes; NULL when the
+ * window has no room. */
+static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint8_t *buf,
+                                    const tcf_op_t *op, int held, CUresult rc, CUstream stream,
+                                    const uint32_t grid[3], const uint32_t block[3],
+                                    unsigned smem)
+{
+    uint32_t bytes = (k->param_bytes + 7u) & ~7u;
+    tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), bytes);
+    if (!e)
+        return NULL;
+    if (!w->ops) {  /* no room for the op: give the slot back */
+        w->nev--;
+        return NULL;
+    }
+    uint32_t idx = (uint32_t)(e - w->ev);
+    tcf_event_launch(e, TCF_VIA_LAUNCH, held, rc, stream, k, grid[0], grid[1], grid[2],
+                     block[0], block[1], block[2], smem, w->arena_len);
+    e->dec = 1;
+    e->u.l.pbytes = k->param_bytes;
+    memcpy(w->arena + w->arena_len, buf, k->param_bytes);
+    w->arena_len += bytes;
+    w->ops[idx] = *op;
+    w->nlaunch++;
+    w->ndec++;
+    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+    return e;
+}
+
+int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned smem, CUstream stream,
+                            void **params, void **extra, CUresult *result)
+{
+    if (!tcf_holding)
+        return 0;
+    if (tcf_fkern_absent()) {  /* no NVRTC: nothing can be fused, all runs as issued */
+        atomic_fetch_add_explicit(&tcf_xctr.no_nvrtc, 1, memory_order_relaxed);
+        tcf_flush_held(NULL, "other-work");
+        return 0;
+    }
+    tcf_kernel_t *k = tcf_kernel_get(f);
+    int fs = atomic_load_explicit(&k->fuse_state, memory_order_acquire);
+    if (fs == TCF_FUSE_UNKNOWN) {
+        fs = tcf_fuse_decode_kernel(k, extra, params);
+    }
+    if (fs != TCF_FUSE_DECODABLE || extra || !params) {
+        tcf_flush_held(NULL, "other-work");
+        return 0;
+    }
+    uint8_t buf[512];
+    memset(buf, 0, k->param_bytes);
+    for (uint32_t i = 0; i < k->nparams; i++)
+        if (params[i])
+            memcpy(buf + k->off[i], params[i], k->size[i]);
+    const uint32_t grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
+    tcf_op_t op;
+    tcf_decode_status_t ds = tcf_decode_apply(&k->dk, buf, k->param_bytes, grid, block, &op);
+    if (ds != TCF_DECODE_OK) {
+        atomic_fetch_add(&tcf_xctr.refused[ds], 1);
+        tcf_flush_held(NULL, "other-work");
+        return 0;
+    }
+    tcf_window_t *w = tcf_window_for(stream, 0);
+    if (!w) {
+        tcf_flush_held(NULL, "other-work");
+        return 0;
+    }
+    int start = tcf_cfg.hold_all || tcf_fuse_start_has(tcf_fuse_start_sig(k));
+    tcf_flush_held(w, "other-stream");
+
+    int taken = 0;
+    pthread_mutex_lock(&w->lock);
+    if (start || w->nheld) {  /* held: issued with its window's plan */
+        if (tcf_fuse_append(w, k, buf, &op, 1, CUDA_SUCCESS, stream, grid, block, smem)) {
+            if (!w->nheld)
+                atomic_fetch_add_explicit(&tcf_xctr.holds, 1, memory_order_relaxed);
+            w->nheld++;
+            atomic_fetch_add_explicit(&tcf_xctr.held, 1, memory_order_relaxed);
+            *result = CUDA_SUCCESS;
+            taken = 1;
+            /* Exit handlers run in reverse order of registration: registered at the first
+             * held launch, after cudart's and PyTorch's, this one stops fuse mode before
+             * they tear the driver down. */
+            static atomic_int registered;
+            if (!atomic_exchange(&registered, 1))
+                atexit(tcf_exec_stop);
+        }
+    } else {  /* issued now, under the window's lock (nothing may slip in before it) */
+        CUresult rc = tcf_drv.launch_kernel(f, gx, gy, gz, bx, by, bz, smem, stream, params,
+                                            NULL);
+        if (rc != CUDA_SUCCESS)
+            atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&tcf_xctr.passed, 1, memory_order_relaxed);
+        if (!tcf_fuse_append(w, k, buf, &op, 0, rc, stream, grid, block, smem)) {
+            atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&tcf_ctr.oom, 1, memory_order_relaxed);
+        }
+        *result = rc;
+        taken = 1;
+    }
+    if (taken && w->nlaunch >= (uint32_t)tcf_cfg.window_max)
+        tcf_window_close_locked(w, "size-cap", NULL, 0);
+    pthread_mutex_unlock(&w->lock);
+    if (!taken)
+        tcf_flush_held(NULL, "other-work");
+    return taken;
+}
+
+int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
+{
+    if (!tcf_holding)
+        return 0;
+    tcf_window_t *w = tcf_window_for(stream, 0);
+    if (w && !__atomic_load_n(&w->nheld, __ATOMIC_RELAXED)) {
+        /* Nothing held here: the free goes out now and is recorded in the window, whose
+         * chain goes on (frees sit inside groups). Other streams' held work goes first. */
+        tcf_flush_held(w, "other-stream");
+        return 0;
+    }
+    int taken = 0;
+    if (w) {
+        pthread_mutex_lock(&w->lock);
+        if (w->nheld) {
+            tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
+            if (e) {
+                memset(e, 0, sizeof *e);
+                e->t = w->last_t;
+                e->kind = TCF_EV_FREE;
+                e->held = 1;
+                e->stream = (uint64_t)(uintptr_t)stream;
+                e->u.m.call = "cuMemFreeAsync";
+                e->u.m.ptr = ptr;
+                w->nheld++;
+                atomic_fetch_add(&tcf_ctr.frees, 1);
+                atomic_fetch_add(&tcf_ctr.frees_stream, 1);
+                atomic_fetch_add(&tcf_xctr.held_frees, 1);
+                taken = 1;
+            }
+        }
+        pthread_mutex_unlock(&w->lock);
+    }
+    if (!taken)
+        tcf_flush_held(NULL, "other-work");
+    return taken;
+}
+
+void tcf_exec_init(void)
+{
+    if (!tcf_cfg.fusion || !tcf_drv.launch_kernel || !tcf_drv.mem_free_async) {
+        tcf_log(TCF_LOG_INFO, "fuse mode: %s; nothing is held",
+                tcf_cfg.fusion ? "the driver lacks an entry point" : "TCFUSE_FUSION=0");
+        return;
+    }
+    if (tcf_fkern_start() != 0) {
+        tcf_log(TCF_LOG_WARN, "fuse mode: no worker thread could be started; nothing is held");
+        return;
+    }
+    tcf_holding = 1;
+}
+
+/* At exit. The order of exit handlers is not ours to choose, and cudart and PyTorch may
+ * already have torn the context down: no thread of ours may touch the driver from here on.
+ * Held work is dropped, not issued: nothing can observe it any more. */
+void tcf_exec_stop(void)
+{
+    atomic_store(&tcf_stopping, 1);
+    tcf_holding = 0;
+    tcf_fkern_stop();
+    unsigned n = tcf_window_count();
+    for (unsigned i = 0; i < n; i++) {
+        tcf_window_t *w = tcf_window_at(i);
+        pthread_mutex_lock(&w->lock);
+        if (w->nheld) {
+            atomic_fetch_add(&tcf_xctr.dropped_at_exit, w->nheld);
+            for (uint32_t j = w->exec_from; j < w->nev; j++)
+                w->ev[j].held = 0;
+            w->nheld = 0;
+        }
+        w->ndec = 0;  /* nothing is planned from here on */
+        w->exec_from = w->nev;
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+

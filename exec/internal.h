@@ -1,0 +1,163 @@
+/* exec's private pieces, shared by its files. Nothing outside exec/ includes it.
+ *
+ *   hold.c     the launch path: decode, hold or issue and keep, frees, ordering, stop
+ *   starts.c   the set of kernels that start a group whose generated kernel is ready
+ *   run.c      a window's flush: plan, then issue fused groups and the rest in order
+ *   table.c    generated kernels by source hash, the group memo, eviction
+ *   worker.c   the background thread: NVRTC, disk cache, compile, load, queue
+ *   verdict.c  verdicts on disk, each decoded kernel's own check
+ *   verify.c   bitwise verification against the original launches on scratch memory
+ *   stats.c    counters and the summary's lines
+ */
+#ifndef TCF_EXEC_INTERNAL_H
+#define TCF_EXEC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "base/driver.h"
+#include "capture/window.h"
+#include "config/config.h"
+#include "exec/exec.h"
+#include "fuser/fuser.h"
+#include "recognize/recognize.h"
+
+/* --- jobs: what the worker needs to make and check one group's kernel ---------------- */
+/* One launch a group replaces, kept so that the worker can re-run it on scratch memory. */
+typedef struct {
+    CUfunction f;
+    uint32_t   grid[3], block[3], smem;
+    uint32_t   nparams, pbytes;
+    uint32_t   off[8], size[8];   /* PyTorch's elementwise loops have at most 7 parameters */
+    uint8_t    params[512];
+    tcf_op_t   op;
+} tcf_orig_t;
+
+typedef struct {
+    CUcontext        ctx;
+    tcf_group_t      g;
+    tcf_fused_args_t args;        /* as bound for the window that asked */
+    uint64_t         n;
+    uint32_t         norig;
+    tcf_orig_t       orig[TCF_GROUP_MAX_OPS];
+} tcf_fjob_t;
+
+/* --- the kernel table (table.c) ------------------------------------------------------ */
+enum { TCF_FK_PENDING = 0, TCF_FK_READY, TCF_FK_BAD };
+
+typedef struct tcf_fkern {
+    uint64_t          hash;
+    atomic_int        state;
+    CUcontext         ctx;
+    CUfunction        fn;
+    uint64_t          start;      /* tcf_fuse_start_sig of the group that asked first */
+    char             *src;
+    tcf_fjob_t       *job;        /* until the worker takes it */
+    struct tcf_fkern *next;       /* bucket chain */
+    struct tcf_fkern *qnext;      /* work queue */
+    int               disk_looked;/* the worker asked the disk cache for it (tcf_q_take) */
+    CUmodule          mod;        /* what fn came from; unloaded some time after eviction */
+    uint64_t          used;       /* recency: the table's tick when last found (lock held) */
+    int               waiters;    /* TCFUSE_COMPILE_WAIT flushes waiting on it (lock held) */
+} tcf_fkern_t;
+
+#define TCF_SRC_MAX (64 * 1024)
+
+/* The table's lock; also guards the worker's queue and state (worker.c). */
+extern pthread_mutex_t tcf_fk_lock;
+
+/* The generated kernel for group G of a window, in context ctx: returns it when compiled
+ * and verified; otherwise NULL, and (the first time) queues its compile and verification.
+ * For a held window (learn 0) a kernel the disk cache has is loaded at once, in this
+ * thread: the GPU is waiting for the window anyway. For a window that ran as issued
+ * (learn 1) the worker looks on disk. Never blocks on a compile (but see
+ * TCFUSE_COMPILE_WAIT). */
+CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of_item,
+                         CUcontext ctx, int learn);
+/* Kernels the table ever made. */
+unsigned tcf_fkern_made(void);
+/* Unloads the modules of kernels evicted over a few seconds ago (lock held; dropped for the
+ * driver calls). Called by the worker between jobs. */
+void tcf_retired_unload(void);
+
+/* --- starts (starts.c) --------------------------------------------------------------- */
+/* A window is held from a launch of a kernel that starts a group whose generated kernel
+ * is ready (hold.c). Not the element count: the generated source does not depend on it,
+ * so a chain met at a new size is held and fused at once. The worker adds the start of
+ * each kernel it makes ready. */
+static inline uint64_t tcf_fuse_start_sig(const tcf_kernel_t *k)
+{
+    return k->id;  /* ids count from 1: never 0 */
+}
+void tcf_fuse_start_add(uint64_t sig);
+int tcf_fuse_start_has(uint64_t sig);
+
+/* --- the worker (worker.c) ----------------------------------------------------------- */
+/* Starts the worker, which opens NVRTC and the disk cache at once. 0, or -1 when no
+ * thread could be made (then nothing is fused). */
+int tcf_fkern_start(void);
+/* Whether the worker found no NVRTC (then nothing is decoded). While it is still opening
+ * NVRTC, launches are decoded and chains learned as usual: their jobs wait in the queue. */
+int tcf_fkern_absent(void);
+/* Stops the worker (at exit): waits for the job in hand, parks it, drops the rest. */
+void tcf_fkern_stop(void);
+/* Queues e's job (lock held). */
+void tcf_worker_enqueue(tcf_fkern_t *e);
+/* Waits until e is no longer pending or the worker stops (lock held: TCFUSE_COMPILE_WAIT). */
+void tcf_worker_wait(tcf_fkern_t *e);
+/* NVRTC and the disk cache are open: a kernel may be loaded from disk. */
+int tcf_worker_disk_ready(void);
+/* The compute capability (90 for sm_90) of the current context's device; 0 unknown. */
+int tcf_arch_of(CUcontext ctx);
+/* Loads a cubin and finds the generated kernel in it; NULL when either fails. */
+CUfunction tcf_load_mod(const void *cubin, CUfunction *fn, CUmodule *mod);
+/* The cubin for src: from the disk cache, else compiled (and put there). 0, or -1. */
+int tcf_cubin_for(const char *src, int arch, int cache, void **cubin, size_t *clen,
+                  int *from_disk);
+
+/* --- verdicts (verdict.c) ------------------------------------------------------------ */
+/* The verdict the disk cache holds for a source (a group's, or a kernel's own check):
+ * 1 verified, 0 failed, -1 none. */
+int tcf_verdict_get(const char *src, int arch);
+void tcf_verdict_put(const char *src, int arch, int ok);
+int tcf_verdict_ok(const char *src, int arch);
+/* Checks original j of job alone before any group with its kernel is used; *s is the
+ * worker's stream, made when first needed. 1 good, 0 bad (the kernel is disabled), -1
+ * could not check. */
+int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cache, CUstream *s);
+/* e's source is on disk as compiled and verified, and each of job's originals as decoded
+ * right: loads it into e and returns 1. */
+int tcf_from_disk(tcf_fkern_t *e, const tcf_fjob_t *job, int arch);
+
+/* --- verification (verify.c) --------------------------------------------------------- */
+/* Runs the job's original launches and the generated kernel on scratch buffers filled with
+ * edge values and compares every stored buffer bitwise. 0 equal, 1 different, -1 could not
+ * verify (why says why). Called by the worker, with ctx current. */
+int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *why, size_t cap);
+
+/* --- counters (stats.c) -------------------------------------------------------------- */
+typedef struct {
+    atomic_ullong held, held_frees, flushes, groups_fused, launches_removed, stores_dropped,
+                  bytes_avoided, fused_failed, held_failed, dropped_at_exit;
+    atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from
+                                            * a known start; plans of windows not held */
+    atomic_ullong no_nvrtc;                /* launches not decoded: no NVRTC was found */
+    atomic_ulong  refused[TCF_DECODE_NSTATUS]; /* launches not decoded, by reason */
+} tcf_xcounters_t;
+extern tcf_xcounters_t tcf_xctr;
+
+/* The worker's named outcomes, printed with the stats. */
+#define TCF_FK_COUNTERS(X) X(compiled) X(disk_hits) X(verified) X(verify_mismatch) \
+    X(verify_unable) X(compile_failed) X(load_failed) X(codegen_failed) X(other_context) \
+    X(table_full) X(kernels_checked) X(kernel_mismatch) X(code_unknown) X(evicted)
+typedef struct {
+#define TCF_FK_FIELD(n) atomic_ulong n;
+    TCF_FK_COUNTERS(TCF_FK_FIELD)
+#undef TCF_FK_FIELD
+} tcf_fkcounters_t;
+extern tcf_fkcounters_t tcf_fkc;
+
+#endif

@@ -1,0 +1,187 @@
+/* A window's flush in fuse mode: its work since the last flush is planned (fuser/), each
+ * group whose generated kernel is ready and whose launches are all still held runs as one
+ * launch where its last op was, and everything else held goes out as it was issued. A
+ * window that ran as issued is planned all the same, which queues the compiles of its
+ * groups (table.c) and makes a ready group's first kernel a start (starts.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/internal.h"
+
+static void tcf_issue_original(const tcf_window_t *w, const tcf_event_t *e)
+{
+    const tcf_kernel_t *k = e->u.l.k;
+    void *kp[8];
+    for (uint32_t j = 0; j < k->nparams && j < 8; j++)
+        kp[j] = w->arena + e->u.l.poff + k->off[j];
+    CUresult rc = tcf_drv.launch_kernel((CUfunction)(uintptr_t)k->handle, e->u.l.grid[0],
+                                        e->u.l.grid[1], e->u.l.grid[2], e->u.l.block[0],
+                                        e->u.l.block[1], e->u.l.block[2], e->u.l.smem,
+                                        (CUstream)(uintptr_t)e->stream, kp, NULL);
+    if (rc != CUDA_SUCCESS)
+        atomic_fetch_add(&tcf_xctr.held_failed, 1);
+}
+
+static void tcf_issue_free(const tcf_event_t *e)
+{
+    if (tcf_drv.mem_free_async(e->u.m.ptr, (CUstream)(uintptr_t)e->stream) != CUDA_SUCCESS)
+        atomic_fetch_add(&tcf_xctr.held_failed, 1);
+}
+
+/* What planning a flush needs, per thread that flushes, made on its first flush: a plan
+ * is large (tens of KiB) and flushes are frequent, so nothing is allocated per flush. */
+typedef struct {
+    tcf_item_t items[TCF_FUSER_MAX_ITEMS];
+    uint16_t   ev_of[TCF_FUSER_MAX_ITEMS];
+    tcf_plan_t plan;
+} tcf_exec_scratch_t;
+
+static pthread_key_t tcf_scratch_key;
+static pthread_once_t tcf_scratch_once = PTHREAD_ONCE_INIT;
+static int tcf_scratch_key_ok;
+static _Thread_local tcf_exec_scratch_t *tcf_scratch;
+
+/* At thread exit. Later destructors of the same thread may still flush (a library's
+ * thread-local cleanup freeing device memory): they then get a fresh scratch, which this
+ * runs again for (the thread's keys are revisited while any is set). */
+static void tcf_scratch_free(void *p)
+{
+    tcf_scratch = NULL;
+    free(p);
+}
+
+static void tcf_scratch_key_make(void)
+{
+    tcf_scratch_key_ok = pthread_key_create(&tcf_scratch_key, tcf_scratch_free) == 0;
+}
+
+/* NULL when out of memory (the flush then issues everything as held). */
+static tcf_exec_scratch_t *tcf_exec_scratch(void)
+{
+    if (!tcf_scratch) {
+        pthread_once(&tcf_scratch_once, tcf_scratch_key_make);
+        if (!tcf_scratch_key_ok || !(tcf_scratch = malloc(sizeof *tcf_scratch)))
+            return NULL;
+        pthread_setspecific(tcf_scratch_key, tcf_scratch);  /* freed when the thread exits */
+    }
+    return tcf_scratch;
+}
+
+void tcf_exec_flush(tcf_window_t *w, const char *reason)
+{
+    (void)reason;
+    if (!w->nheld && !w->ndec)
+        return;
+    if (w->nheld)
+        atomic_fetch_add(&tcf_xctr.flushes, 1);
+    else
+        atomic_fetch_add(&tcf_xctr.learned, 1);
+    CUcontext cur = NULL;
+    int switched = 0;
+    if (w->nheld && tcf_drv.ctx_get_current && tcf_drv.ctx_get_current(&cur) == CUDA_SUCCESS &&
+        (uint64_t)(uintptr_t)cur != w->ctx && w->ctx && tcf_drv.ctx_set_current)
+        switched = tcf_drv.ctx_set_current((CUcontext)(uintptr_t)w->ctx) == CUDA_SUCCESS;
+
+    uint32_t from = w->exec_from, n = w->nev - from;
+    if (n > TCF_FUSER_MAX_ITEMS || w->ndec < 2)
+        n = 0;  /* nothing to plan: everything goes out as issued below */
+    tcf_exec_scratch_t *sc = n ? tcf_exec_scratch() : NULL;
+    tcf_item_t *items = sc ? sc->items : NULL;
+    uint16_t *ev_of = sc ? sc->ev_of : NULL;
+    tcf_plan_t *plan = sc ? &sc->plan : NULL;
+    int planned = 0;
+    if (sc) {
+        for (uint32_t i = 0; i < n; i++) {
+            const tcf_event_t *e = &w->ev[from + i];
+            ev_of[i] = (uint16_t)(from + i);
+            if (e->kind == TCF_EV_LAUNCH && e->dec) {  /* held, or issued and kept to learn */
+                items[i].kind = TCF_ITEM_OP;
+                items[i].op = w->ops[from + i];
+            } else if (e->kind == TCF_EV_FREE) {
+                items[i].kind = TCF_ITEM_FREE;
+                items[i].ptr = e->u.m.ptr;
+                items[i].size = 0;
+            } else if (e->kind == TCF_EV_ALLOC) {
+                items[i].kind = TCF_ITEM_ALLOC;
+                items[i].ptr = e->u.m.ptr;
+                items[i].size = e->u.m.size;
+            } else {
+                memset(&items[i], 0, sizeof items[i]);
+                items[i].kind = TCF_ITEM_OPAQUE;
+            }
+        }
+        planned = tcf_fuser_plan(items, n, plan) == 0;
+    }
+
+    /* Which groups run fused: those whose kernel is ready in this context and whose
+     * launches are all still held. Every group's kernel is asked for (a new one is queued)
+     * and a ready one makes its first launch a start. */
+    CUfunction fn[TCF_FUSER_MAX_GROUPS] = { 0 };
+    for (uint16_t g = 0; planned && g < plan->ngroups; g++) {
+        const tcf_fgroup_t *G = &plan->groups[g];
+        int held = 1;
+        for (uint8_t j = 0; j < G->nitems; j++)
+            held &= w->ev[from + G->items[j]].held;
+        fn[g] = tcf_fkern_get(G, w, ev_of, (CUcontext)(uintptr_t)w->ctx, !held);
+        if (fn[g])
+            tcf_fuse_start_add(tcf_fuse_start_sig(w->ev[from + G->items[0]].u.l.k));
+        if (!held)
+            fn[g] = NULL;
+    }
+
+    /* Frees inside a fused group's span wait for its kernel. */
+    uint32_t pending[64], npending = 0;
+    for (uint32_t i = 0; i < w->nev - from; i++) {
+        tcf_event_t *e = &w->ev[from + i];
+        if (!e->held)
+            continue;
+        int grp = planned && i < n && e->kind == TCF_EV_LAUNCH ? plan->item_group[i] : -1;
+        if (grp >= 0 && fn[grp]) {
+            const tcf_fgroup_t *G = &plan->groups[grp];
+            if (i == G->last) {
+                tcf_fused_args_t args = G->args;
+                void *kp[1] = { &args };
+                CUresult rc = tcf_drv.launch_kernel(fn[grp], tcf_codegen_grid(&G->g, G->n), 1, 1,
+                                                    TCF_FUSED_BLOCK, 1, 1, 0,
+                                                    (CUstream)(uintptr_t)e->stream, kp, NULL);
+                if (rc == CUDA_SUCCESS) {
+                    atomic_fetch_add(&tcf_xctr.groups_fused, 1);
+                    atomic_fetch_add(&tcf_xctr.launches_removed, G->nitems - 1u);
+                    atomic_fetch_add(&tcf_xctr.stores_dropped, G->stores_dropped);
+                    atomic_fetch_add(&tcf_xctr.bytes_avoided, G->bytes_avoided);
+                } else {
+                    /* The generated kernel would not launch: eager's launches instead. */
+                    atomic_fetch_add(&tcf_xctr.fused_failed, 1);
+                    for (uint8_t j = 0; j < G->nitems; j++)
+                        tcf_issue_original(w, &w->ev[from + G->items[j]]);
+                }
+                for (uint32_t p = 0; p < npending; p++)
+                    tcf_issue_free(&w->ev[pending[p]]);
+                npending = 0;
+            }
+            e->held = 0;
+            continue;
+        }
+        if (e->kind == TCF_EV_LAUNCH) {
+            tcf_issue_original(w, e);
+        } else if (e->kind == TCF_EV_FREE) {
+            int inside = 0;
+            for (uint16_t g = 0; planned && g < plan->ngroups && i < n; g++)
+                if (fn[g] && plan->groups[g].first < i && plan->groups[g].last > i)
+                    inside = 1;
+            if (inside && npending < 64)
+                pending[npending++] = from + i;
+            else
+                tcf_issue_free(e);
+        }
+        e->held = 0;
+    }
+    for (uint32_t p = 0; p < npending; p++)
+        tcf_issue_free(&w->ev[pending[p]]);
+    w->nheld = 0;
+    w->ndec = 0;
+    w->exec_from = w->nev;
+    if (switched)
+        tcf_drv.ctx_set_current(cur);
+}
+

@@ -1,0 +1,66 @@
+/* Fuse mode's counters and its lines of the summary printed at exit (TCFUSE_STATS=1). */
+#include <stdio.h>
+#include <string.h>
+
+#include "exec/internal.h"
+
+tcf_xcounters_t tcf_xctr;
+tcf_fkcounters_t tcf_fkc;
+
+static void tcf_fuse_refusals(char *line, size_t cap)
+{
+    size_t len = 0;
+    line[0] = '\0';
+    for (int s = 1; s < TCF_DECODE_NSTATUS && len < cap; s++) {
+        unsigned long c = atomic_load(&tcf_xctr.refused[s]);
+        if (c)
+            len += (size_t)snprintf(line + len, cap - len, "%s%s %lu", len ? ", " : "",
+                                    tcf_decode_reason((tcf_decode_status_t)s), c);
+    }
+    unsigned long long nn = atomic_load(&tcf_xctr.no_nvrtc);
+    if (nn && len < cap)
+        snprintf(line + len, cap - len, "%sno NVRTC %llu", len ? ", " : "", nn);
+}
+
+void tcf_exec_stats_print(void)
+{
+    unsigned long long held = atomic_load(&tcf_xctr.held), passed = atomic_load(&tcf_xctr.passed),
+                       all = atomic_load(&tcf_ctr.launches);
+    tcf_out("  decoded       %llu of %llu launches (%.1f%%): %llu held, %llu issued at once%s",
+            held + passed, all, all ? 100.0 * (double)(held + passed) / (double)all : 0.0, held,
+            passed, tcf_cfg.hold_all ? " (TCFUSE_HOLD_ALL)" : "");
+    tcf_out("  held          %llu windows from a known start; %llu launches, %llu frees; "
+            "%llu flushes; %llu chains planned as issued",
+            (unsigned long long)atomic_load(&tcf_xctr.holds), held,
+            (unsigned long long)atomic_load(&tcf_xctr.held_frees),
+            (unsigned long long)atomic_load(&tcf_xctr.flushes),
+            (unsigned long long)atomic_load(&tcf_xctr.learned));
+    tcf_out("  fused         %llu groups; %llu launches removed, %llu stores dropped, "
+            "%llu MiB of traffic avoided",
+            (unsigned long long)atomic_load(&tcf_xctr.groups_fused),
+            (unsigned long long)atomic_load(&tcf_xctr.launches_removed),
+            (unsigned long long)atomic_load(&tcf_xctr.stores_dropped),
+            (unsigned long long)(atomic_load(&tcf_xctr.bytes_avoided) >> 20));
+    tcf_out("  kernels       %u generated: %lu compiled, %lu from the disk cache, %lu verified; "
+            "%lu decoded kernels checked alone, %lu disabled",
+            tcf_fkern_made(), atomic_load(&tcf_fkc.compiled), atomic_load(&tcf_fkc.disk_hits),
+            atomic_load(&tcf_fkc.verified), atomic_load(&tcf_fkc.kernels_checked),
+            atomic_load(&tcf_fkc.kernel_mismatch));
+    char line[512];
+    size_t len = 0;
+    line[0] = '\0';
+#define TCF_FK_PRINT(nm)                                                                   \
+    if (atomic_load(&tcf_fkc.nm) && strcmp(#nm, "compiled") && strcmp(#nm, "disk_hits") && \
+        strcmp(#nm, "verified") && strcmp(#nm, "kernels_checked") && len < sizeof line)    \
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %lu", len ? ", " : "", \
+                                #nm, atomic_load(&tcf_fkc.nm));
+    TCF_FK_COUNTERS(TCF_FK_PRINT)
+    unsigned long long hf = atomic_load(&tcf_xctr.held_failed), ff = atomic_load(&tcf_xctr.fused_failed);
+    if (hf && len < sizeof line)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%sheld_failed %llu", len ? ", " : "", hf);
+    if (ff && len < sizeof line)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%sfused_failed %llu", len ? ", " : "", ff);
+    tcf_out("  fallbacks     %s", len ? line : "none");
+    tcf_fuse_refusals(line, sizeof line);
+    tcf_out("  not held      %s", line[0] ? line : "none");
+}

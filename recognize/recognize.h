@@ -1,0 +1,73 @@
+/* recognize: what a launch of a known library computes, and which code it came from.
+ *
+ * Three parts. Kernel identity (kernels.c): each launched handle's mangled name and
+ * parameter layout, asked of the driver once and kept for the life of the process. Code
+ * identity (images.c): for every module and library the process loads, an identity of what
+ * was loaded, so that what tcfuse learns about a kernel (its verdict) is tied to the code
+ * it was learned on. Decoding (decode.h, decode_rules.def): a PyTorch eager kernel's launch
+ * as an op (tcf_op_t).
+ *
+ * Callers: capture/ on every launch (tcf_kernel_get, on the application's thread), the
+ * load wrappers of interpose/ (tcf_image_id, tcf_loaded), exec/ (decoding on the launch
+ * path, verdicts in its worker). All functions are thread-safe. The driver is reached only
+ * through base/driver.h's table; nothing here calls a hooked entry point.
+ */
+#ifndef TCF_RECOGNIZE_H
+#define TCF_RECOGNIZE_H
+
+#include <cuda.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "base/driver.h"
+#include "recognize/decode.h"
+
+/* --- kernel identity (kernels.c) ------------------------------------------------------ */
+enum { TCF_KIND_UNKNOWN = 0, TCF_KIND_KERNEL, TCF_KIND_FUNCTION };
+
+typedef struct {
+    uint64_t    handle;
+    uint32_t    id;           /* dense, from 1, in order of first launch */
+    uint8_t     kind;
+    uint32_t    nparams;      /* 0 with param_known 0: the driver would not say */
+    uint8_t     param_known;
+    uint32_t    param_bytes;  /* end of the last parameter */
+    uint64_t    name_hash, layout_hash;
+    const char *name;         /* owned; "" when unknown */
+    uint32_t   *off, *size;   /* nparams each */
+    atomic_int  traced;       /* its "kernel" line is in the trace (capture/trace.c) */
+    /* What exec/ learns about it. */
+    atomic_int  fuse_state;   /* TCF_FUSE_*: whether fuse mode may hold its launches */
+    tcf_decode_kernel_t dk;   /* what its name and layout decode to; written once before
+                               * fuse_state becomes DECODABLE (release) */
+    atomic_int  verdict;      /* TCF_KV_*: its decoding checked alone against it */
+    _Atomic uint64_t code;    /* identity of the code it came from (images.c); 0 unknown */
+    atomic_int  code_known;   /* code was looked up */
+} tcf_kernel_t;
+
+enum { TCF_FUSE_UNKNOWN = 0, TCF_FUSE_DECODING, TCF_FUSE_DECODABLE, TCF_FUSE_NEVER };
+enum { TCF_KV_UNKNOWN = 0, TCF_KV_OK, TCF_KV_BAD };
+
+/* Makes the table (64 Ki handles). Before it, and when it is full or memory runs out,
+ * tcf_kernel_get hands back one shared "unknown" entry (name "", no layout). */
+void tcf_kernels_init(void);
+/* The memoized identity of a handle; never NULL. Lock-free when known (the launch path). */
+tcf_kernel_t *tcf_kernel_get(CUfunction f);
+/* Distinct handles seen; lookups that found no room (counted as out-of-memory). */
+uint32_t tcf_kernel_count(void);
+unsigned long long tcf_kernel_oom(void);
+
+/* --- code identity (images.c) --------------------------------------------------------- */
+/* The identity of an image passed to cuModuleLoadData and its kin, or of a file passed to
+ * cuModuleLoad or cuLibraryLoadFromFile: never 0 when known, 0 when not (images.c says
+ * what it is made of). */
+uint64_t tcf_image_id(const void *image);
+uint64_t tcf_image_file_id(const char *path);
+/* Records id for the module or library handle the driver returned (as an integer). */
+void tcf_loaded(uint64_t handle, uint64_t id);
+/* The identity recorded for a handle; 0 unknown. */
+uint64_t tcf_loaded_id(uint64_t handle);
+/* The identity of the code kernel k came from (asked once of the driver, then kept). */
+uint64_t tcf_kernel_code(tcf_kernel_t *k);
+
+#endif
