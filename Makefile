@@ -2,7 +2,8 @@
 # every CPU test (tests/run does the same and first installs what the tests need).
 #
 # Layout of the link:
-#   build/libtcfuse.so  interpose/ + capture/ + fuser/ + codegen/ + cache/ + config/
+#   build/libtcfuse.so  interpose/ + every layer below it (docs/ARCHITECTURE.md, Layers):
+#                       exec/ capture/ recognize/ fuser/ codegen/ cache/ trace/ config/ base/
 #   build/libtcfuse.a   all of those but interpose/       (for tests and tools)
 #   build/tcfuse        tools/ + libtcfuse.a              (the command)
 # Nothing links against CUDA: cuda.h supplies types only, libraries are found at run time.
