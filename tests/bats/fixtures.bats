@@ -8,14 +8,16 @@ setup() {
 }
 
 @test "fixtures: every recorded trace is valid version-1 JSON lines" {
-    for f in $FIX/trace-gpt2.jsonl $FIX/trace-train.jsonl $FIX/trace-ops.jsonl $FIX/trace-launches.jsonl; do
+    for f in $FIX/trace-gpt2.jsonl $FIX/trace-train.jsonl $FIX/trace-ops.jsonl $FIX/trace-launches.jsonl \
+             $FIX/trace-hf-*.jsonl; do
         run python3 tests/bats/trace_check.py valid "$f"
         [ "$status" -eq 0 ] || { echo "$f: $output"; false; }
     done
 }
 
 @test "fixtures: every launch carries the parameter bytes its kernel's layout spans" {
-    run python3 - "$FIX"/trace-gpt2.jsonl "$FIX"/trace-train.jsonl "$FIX"/trace-ops.jsonl <<'PY'
+    run python3 - "$FIX"/trace-gpt2.jsonl "$FIX"/trace-train.jsonl "$FIX"/trace-ops.jsonl \
+        "$FIX"/trace-hf-*.jsonl <<'PY'
 import json, sys
 bad = total = 0
 for path in sys.argv[1:]:
@@ -54,4 +56,19 @@ PY
 @test "fixtures: the training trace saw device copies and cuBLAS launches via cuLaunchKernelEx" {
     grep -q '"via":"cuLaunchKernelEx"' $FIX/trace-train.jsonl
     grep -q '"ev":"memcpy"' $FIX/trace-train.jsonl
+}
+
+@test "fixtures: the HF programs' traces (bench/programs/census) hold the kernels real models run" {
+    # Llama: strided/broadcast elementwise loops (RMSNorm's broadcast multiply, rotary
+    # embedding), casts and copies, cat, a mean reduction; the training step: foreach AdamW.
+    grep -q 'elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_impl_nocast' $FIX/trace-hf-llama.jsonl
+    grep -q 'direct_copy_kernel_cuda' $FIX/trace-hf-llama.jsonl
+    grep -q 'bfloat16_copy_kernel_cuda' $FIX/trace-hf-llama.jsonl
+    grep -q 'CatArrayBatchedCopy' $FIX/trace-hf-llama.jsonl
+    grep -q 'reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_7MeanOps' $FIX/trace-hf-llama.jsonl
+    grep -q 'multi_tensor_apply_kernel' $FIX/trace-hf-llama-train.jsonl
+    for m in llama gpt2 gpt2-b16 bert llama-train; do
+        run build/tcfuse report $FIX/trace-hf-$m.jsonl
+        [ "$status" -eq 0 ] || { echo "$m: $output"; false; }
+    done
 }

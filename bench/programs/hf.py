@@ -1,0 +1,155 @@
+"""Real PyTorch programs, unmodified, with random weights from their configs (no download):
+HF GPT-2 (12 layers), an HF Llama-style decoder, HF BERT-base, and a bf16-autocast Llama
+training step with AdamW (foreach). Each prints the per-iteration times and a checksum of
+every output byte, so that a run under tcfuse is compared with eager bitwise.
+
+    hf.py MODEL [--batch B] [--seq S] [--layers L] [--iters N] [--warmup W] [--compile]
+          [--census]
+
+MODEL: gpt2 (default 1 x 32), llama (bf16, hidden 2048, 8 layers, intermediate 5632,
+16 heads; default 4 x 2048, GPU-bound), bert (8 x 128), llama-train (hidden 1024, 8 layers,
+8 x 1024). --compile wraps the model (or the step) in torch.compile. --census prints, per
+kernel family (families.py), launches and GPU time of one iteration from torch.profiler.
+
+Output lines: "iter_ms <t1> <t2> ...", "median_ms <m>", "first_ms <t>", "checksum <sha256>".
+"""
+import argparse
+import hashlib
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+DEFAULTS = {"gpt2": (1, 32), "llama": (4, 2048), "bert": (8, 128), "llama-train": (8, 1024)}
+
+
+def build(torch, name, layers=None):
+    import transformers as tf
+    torch.manual_seed(0)
+    if name == "gpt2":
+        return tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=layers or 12)), torch.float32
+    if name == "bert":
+        return tf.BertModel(tf.BertConfig(num_hidden_layers=layers or 12)), torch.float32
+    if name == "llama":
+        cfg = tf.LlamaConfig(hidden_size=2048, num_hidden_layers=layers or 8, intermediate_size=5632,
+                             num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
+                             max_position_embeddings=4096)
+        return tf.LlamaForCausalLM(cfg), torch.bfloat16
+    if name == "llama-train":
+        cfg = tf.LlamaConfig(hidden_size=1024, num_hidden_layers=layers or 8, intermediate_size=2816,
+                             num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
+                             max_position_embeddings=2048)
+        return tf.LlamaForCausalLM(cfg), torch.float32
+    raise SystemExit("unknown model %r (known: %s)" % (name, ", ".join(DEFAULTS)))
+
+
+def digest_update(h, torch, t):
+    t = t.detach().to("cpu").contiguous()
+    h.update(str(t.dtype).encode() + str(tuple(t.shape)).encode())
+    t = t.reshape(-1)  # a 0-dim tensor (the loss) cannot be viewed as bytes
+    h.update((t.to(torch.uint8) if t.dtype == torch.bool else t).view(torch.uint8).numpy().tobytes())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model", choices=sorted(DEFAULTS))
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--seq", type=int)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--layers", type=int, help="override the config's layer count")
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--census", action="store_true")
+    a = ap.parse_args()
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    batch, seq = a.batch or DEFAULTS[a.model][0], a.seq or DEFAULTS[a.model][1]
+    model, dtype = build(torch, a.model, a.layers)
+    model = model.to(dev, dtype)
+    g = torch.Generator().manual_seed(1)
+    vocab = model.config.vocab_size
+    train = a.model == "llama-train"
+
+    if train:
+        model.train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+
+        def step(ids):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            return loss.detach()
+    else:
+        model.eval()
+
+        def step(ids):
+            with torch.no_grad():
+                out = model(input_ids=ids)
+            return out.logits if hasattr(out, "logits") else out.last_hidden_state
+    fn = torch.compile(step) if a.compile else step
+
+    h = hashlib.sha256()
+    times = []
+    outs = []
+    for i in range(a.warmup + a.iters):
+        ids = torch.randint(0, vocab, (batch, seq), generator=g).to(dev)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = fn(ids)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+        if train or i in (0, a.warmup + a.iters - 1):
+            outs.append(out)
+    for o in outs:
+        digest_update(h, torch, o)
+    if train:
+        for p in model.parameters():
+            digest_update(h, torch, p)
+    meas = times[a.warmup:]
+    print("model %s batch %d seq %d dtype %s%s" % (a.model, batch, seq, str(dtype)[6:],
+                                                   " compiled" if a.compile else ""))
+    print("first_ms %.3f" % times[0])
+    print("iter_ms " + " ".join("%.3f" % t for t in meas))
+    print("median_ms %.3f" % statistics.median(meas))
+    print("checksum %s" % h.hexdigest())
+
+    if a.census:
+        import families
+        from torch.profiler import ProfilerActivity, profile
+        ids = torch.randint(0, vocab, (batch, seq), generator=g).to(dev)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn(ids)
+            torch.cuda.synchronize()
+        rows = {}
+        total = 0.0
+        for ev in prof.events():
+            if ev.device_type.name != "CUDA" or not ev.name:
+                continue
+            us = ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
+            fam = families.family(ev.name)
+            n, t, names = rows.get(fam, (0, 0.0, {}))
+            names[ev.name] = names.get(ev.name, 0.0) + us
+            rows[fam] = (n + 1, t + us, names)
+            total += us
+        print("census: family launches gpu_us share")
+        for fam in families.FAMILIES:
+            if fam in rows:
+                n, t, names = rows[fam]
+                print("census %-24s %6d %10.1f %5.1f%%" % (fam, n, t, 100 * t / max(total, 1e-9)))
+                for nm, us in sorted(names.items(), key=lambda x: -x[1])[:6]:
+                    print("census   %9.1f  %.150s" % (us, nm))
+        print("census total %.1f us" % total)
+
+
+if __name__ == "__main__":
+    main()
