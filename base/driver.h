@@ -37,6 +37,8 @@ typedef struct {
     CUresult (*module_load_data)(CUmodule *, const void *);
     CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
     CUresult (*module_unload)(CUmodule);
+    /* exec/verify.c: whether a parameter word points into device memory. */
+    CUresult (*pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
     /* Where a kernel's code came from (recognize/images.c). */
     CUresult (*kernel_get_library)(CUlibrary *, CUkernel);
     CUresult (*func_get_module)(CUmodule *, CUfunction);

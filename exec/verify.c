@@ -59,6 +59,28 @@ static int tcf_addr_index(tcf_vaddr_t *a, uint32_t *na, uint64_t addr, tcf_dtype
     return (int)(*na)++;
 }
 
+/* Whether v may be an address of the application's memory that a kernel could reach. A
+ * word of the parameter bytes need not be a pointer: N beside a functor's scalar, an empty
+ * closure's garbage bytes (nvcc's lambdas carry a host pointer there), a loader's dtype
+ * and size arrays. Those in the span of device memory seen allocated are asked of the
+ * driver, which knows each allocation; without the query every word in the span counts
+ * (on real models that refused most checks: 'no operand' words at offset 0, in closures
+ * and in loaders). */
+static int tcf_app_memory(uint64_t v)
+{
+    uint64_t lo = atomic_load(&tcf_ctr.dev_lo), hi = atomic_load(&tcf_ctr.dev_hi);
+    if (v < lo || v >= hi)
+        return 0;
+    if (!tcf_drv.pointer_get_attribute)
+        return 1;
+    unsigned int type = 0;  /* CUmemorytype; unused beyond the answer's existence */
+    CUresult rc = tcf_drv.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                                (CUdeviceptr)v);
+    /* Memory the driver does not know (CUDA_ERROR_INVALID_VALUE) no kernel can reach;
+     * anything it knows, device or pinned host, counts. */
+    return rc == CUDA_SUCCESS;
+}
+
 /* One run of the check at element count n, operand i at byte offset off[i] (< 256) into
  * its own scratch region. 0 equal, 1 a stored buffer differs, -1 could not check. */
 static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint32_t na,
@@ -113,13 +135,12 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
             goto done;
         }
         o.grid[0] = (n + bw - 1) / bw;
-        /* Any word left that lies in device memory the application allocated would let an
-         * original touch the application's memory: refuse rather than risk it. */
-        uint64_t lo = atomic_load(&tcf_ctr.dev_lo), hi = atomic_load(&tcf_ctr.dev_hi);
+        /* Any word left that points into the application's device memory would let an
+         * original touch it: refuse rather than risk it. */
         for (uint32_t at = 0; at + 8 <= o.pbytes; at += 8) {
             uint64_t v;
             memcpy(&v, o.params + at, 8);
-            if (v >= lo && v < hi && (v < base || v >= base + stride * na * 2)) {
+            if ((v < base || v >= base + stride * na * 2) && tcf_app_memory(v)) {
                 snprintf(why, cap, "an original's parameter word %u (0x%llx) is no operand", at,
                          (unsigned long long)v);
                 goto done;

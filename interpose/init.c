@@ -68,6 +68,7 @@ static void tcf_init_once(void)
         .module_load_data      = tcf_real_dlsym(h, "cuModuleLoadData"),
         .module_get_function   = tcf_real_dlsym(h, "cuModuleGetFunction"),
         .module_unload         = tcf_real_dlsym(h, "cuModuleUnload"),
+        .pointer_get_attribute = tcf_real_dlsym(h, "cuPointerGetAttribute"),
         .kernel_get_library    = tcf_real_dlsym(h, "cuKernelGetLibrary"),
         .func_get_module       = tcf_real_dlsym(h, "cuFuncGetModule"),
     };

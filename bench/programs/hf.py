@@ -4,7 +4,7 @@ training step with AdamW (foreach). Each prints the per-iteration times and a ch
 every output byte, so that a run under tcfuse is compared with eager bitwise.
 
     hf.py MODEL [--batch B] [--seq S] [--layers L] [--iters N] [--warmup W] [--compile]
-          [--census]
+          [--census] [--deterministic] [--attn sdpa|eager]
 
 MODEL: gpt2 (default 1 x 32), llama (bf16, hidden 2048, 8 layers, intermediate 5632,
 16 heads; default 4 x 2048, GPU-bound), bert (8 x 128), llama-train (hidden 1024, 8 layers,
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 DEFAULTS = {"gpt2": (1, 32), "llama": (4, 2048), "bert": (8, 128), "llama-train": (8, 1024)}
 
 
-def build(torch, name, layers=None):
+def build(torch, name, layers=None, attn=None):
     import transformers as tf
     torch.manual_seed(0)
     if name == "gpt2":
@@ -45,6 +45,8 @@ def build(torch, name, layers=None):
         cfg = tf.LlamaConfig(hidden_size=1024, num_hidden_layers=layers or 8, intermediate_size=2816,
                              num_attention_heads=16, num_key_value_heads=16, vocab_size=32000,
                              max_position_embeddings=2048)
+        if attn:
+            cfg._attn_implementation = attn
         return tf.LlamaForCausalLM(cfg), torch.float32
     raise SystemExit("unknown model %r (known: %s)" % (name, ", ".join(DEFAULTS)))
 
@@ -66,13 +68,21 @@ def main():
     ap.add_argument("--layers", type=int, help="override the config's layer count")
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--census", action="store_true")
+    ap.add_argument("--attn", choices=["sdpa", "eager"],
+                    help="llama-train's attention (eager: plain matmuls and softmax, whose "
+                         "backward is deterministic; SDPA's flash backward is not)")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="torch.use_deterministic_algorithms (warn only): a training step's "
+                         "backward uses atomics otherwise, and two eager runs differ")
     a = ap.parse_args()
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    if a.deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)
     dev = torch.device("cuda")
     batch, seq = a.batch or DEFAULTS[a.model][0], a.seq or DEFAULTS[a.model][1]
-    model, dtype = build(torch, a.model, a.layers)
+    model, dtype = build(torch, a.model, a.layers, a.attn)
     model = model.to(dev, dtype)
     g = torch.Generator().manual_seed(1)
     vocab = model.config.vocab_size
