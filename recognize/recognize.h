@@ -1,11 +1,12 @@
 /* recognize: what a launch of a known library computes, and which code it came from.
  *
- * Three parts. Kernel identity (kernels.c): each launched handle's mangled name and
+ * Four parts. Kernel identity (kernels.c): each launched handle's mangled name and
  * parameter layout, asked of the driver once and kept for the life of the process. Code
  * identity (images.c): for every module and library the process loads, an identity of what
  * was loaded, so that what tcfuse learns about a kernel (its verdict) is tied to the code
  * it was learned on. Decoding (decode.h, decode_rules.def): a PyTorch eager kernel's launch
- * as an op (tcf_op_t).
+ * as an op (tcf_op_t). Kernel families (family.c): what kind of work a kernel does, for
+ * coverage tables.
  *
  * Callers: capture/ on every launch (tcf_kernel_get, on the application's thread), the
  * load wrappers of interpose/ (tcf_image_id, tcf_loaded), exec/ (decoding on the launch
@@ -69,5 +70,25 @@ void tcf_loaded(uint64_t handle, uint64_t id);
 uint64_t tcf_loaded_id(uint64_t handle);
 /* The identity of the code kernel k came from (asked once of the driver, then kept). */
 uint64_t tcf_kernel_code(tcf_kernel_t *k);
+
+/* --- kernel families (family.c) ------------------------------------------------------ */
+/* What kind of work a kernel does, by its mangled name: coverage tables print a row each. */
+#define TCF_FAMILIES(X)                                                                  \
+    X(GEMM, "gemm") X(ATTENTION, "attention") X(ELEMENTWISE, "elementwise")            \
+    X(STRIDED, "elementwise-strided") X(COPY, "copy-cast") X(CAT, "cat")                 \
+    X(REDUCE, "reduce") X(SOFTMAX, "softmax") X(NORM, "norm") X(FOREACH, "foreach")     \
+    X(INDEX, "index-embedding") X(RNG, "rng") X(OTHER, "other")
+
+typedef enum {
+#define TCF_FAMILY_ENUM_(id, str) TCF_FAM_##id,
+    TCF_FAMILIES(TCF_FAMILY_ENUM_)
+#undef TCF_FAMILY_ENUM_
+    TCF_FAM_COUNT
+} tcf_family_t;
+
+/* The family of a kernel by its mangled name (NULL or "": other). */
+tcf_family_t tcf_kernel_family(const char *name);
+/* Its printed name; "?" out of range. */
+const char *tcf_family_name(tcf_family_t f);
 
 #endif

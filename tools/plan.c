@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "recognize/decode.h"
+#include "recognize/recognize.h"
 #include "trace/read.h"
 #include "codegen/codegen.h"
 #include "fuser/fuser.h"
@@ -31,12 +32,17 @@ typedef struct {
     tcf_item_t *items;                   /* events of windows not closed yet, in order */
     int64_t *win;
     uint8_t *why;                        /* a launch's decode status, else 0xff */
+    uint8_t *fam;                        /* a launch's kernel family */
     size_t n, cap;
-    int compile, found;
+    int compile, found, quiet;           /* quiet: the coverage table alone (report) */
+    const char *cmd;                     /* "plan" or "report", for messages */
     int64_t only;                        /* --window, or -1 */
     int64_t windows, launches, decoded, fused, groups, dropped, failed;
     uint64_t avoided;
     uint64_t notdec[TCF_DECODE_NSTATUS + 1], unfused[TCF_FUSER_NREASON];
+    struct {                             /* coverage by kernel family */
+        uint64_t launches, decoded, fused, notdec[TCF_DECODE_NSTATUS + 1];
+    } cov[TCF_FAM_COUNT];
     tcf_plan_t plan;
     char src[TCF_PLAN_SRC_MAX];
 } tcf_plan_state_t;
@@ -49,7 +55,8 @@ void tcf_tool_help_plan(FILE *f)
         "Plans a trace (TCFUSE_TRACE=FILE) as tcfuse would fuse it: for each window, its\n"
         "launches, the ops decoded (and why the others were not), the groups of ops that\n"
         "would run as one generated kernel with the stores they drop and the bytes they\n"
-        "avoid, and each group's CUDA source. A summary of all windows ends the output.\n"
+        "avoid, and each group's CUDA source. A table of coverage by kernel family (launches,\n"
+        "decoded, fused, why not decoded) and a summary of all windows end the output.\n"
         "\n"
         "options:\n"
         "  -c, --compile        also compile each group with NVRTC for sm_%d and print the\n"
@@ -142,57 +149,102 @@ static void print_group(tcf_plan_state_t *s, unsigned gi, const tcf_fgroup_t *fg
     }
 }
 
-/* A window closed: take its events out of the pending list, plan them, print. */
+/* A window closed: take its events out of the pending list, plan them, count each launch
+ * under its kernel's family, print (unless quiet). */
 static void on_window(tcf_plan_state_t *s, int64_t id)
 {
     size_t m = 0, keep = 0;
     uint64_t notdec[TCF_DECODE_NSTATUS + 1] = { 0 }, launches = 0, ops = 0, fused = 0;
     tcf_item_t *w = tcf_tool_realloc(NULL, (s->n ? s->n : 1) * sizeof *w);
+    uint8_t *wfam = tcf_tool_realloc(NULL, (s->n ? s->n : 1) * sizeof *wfam);
     for (size_t i = 0; i < s->n; i++) {
         if (s->win[i] != id) {   /* another window's: stays pending */
-            s->items[keep] = s->items[i], s->win[keep] = s->win[i], s->why[keep++] = s->why[i];
+            s->items[keep] = s->items[i], s->win[keep] = s->win[i], s->fam[keep] = s->fam[i];
+            s->why[keep++] = s->why[i];
             continue;
         }
         launches += s->why[i] != 0xff;
         ops += s->items[i].kind == TCF_ITEM_OP;
         if (s->why[i] != 0xff && s->why[i] != TCF_DECODE_OK) notdec[s->why[i]]++;
+        wfam[m] = s->why[i] != 0xff ? s->fam[i] : 0xff;   /* 0xff: no launch */
+        if (wfam[m] != 0xff && (s->only < 0 || id == s->only)) {
+            s->cov[wfam[m]].launches++;
+            s->cov[wfam[m]].notdec[s->why[i]]++;          /* [TCF_DECODE_OK]: decoded */
+        }
         w[m++] = s->items[i];
     }
     s->n = keep;
     if (s->only >= 0 && id != s->only) {
-        free(w);
+        free(w), free(wfam);
         return;
     }
     s->found = 1;
     s->windows++, s->launches += (int64_t)launches, s->decoded += (int64_t)ops;
     for (size_t i = 0; i <= TCF_DECODE_NSTATUS; i++) s->notdec[i] += notdec[i];
-    printf("window %" PRId64 ": %" PRIu64 " launches, %" PRIu64 " ops decoded, %zu items\n", id,
-           launches, ops, m);
-    print_counts("  not decoded: ", notdec, TCF_DECODE_NSTATUS + 1, decode_name);
+    if (!s->quiet) {
+        printf("window %" PRId64 ": %" PRIu64 " launches, %" PRIu64 " ops decoded, %zu items\n",
+               id, launches, ops, m);
+        print_counts("  not decoded: ", notdec, TCF_DECODE_NSTATUS + 1, decode_name);
+    }
     if (tcf_fuser_plan(w, m, &s->plan) < 0) {
-        printf("  not planned: over %d items\n", TCF_FUSER_MAX_ITEMS);
-        free(w);
+        if (!s->quiet) printf("  not planned: over %d items\n", TCF_FUSER_MAX_ITEMS);
+        free(w), free(wfam);
         return;
     }
     uint64_t unfused[TCF_FUSER_NREASON];
     for (unsigned r = 0; r < TCF_FUSER_NREASON; r++)
         s->unfused[r] += unfused[r] = s->plan.reasons[r];
+    for (size_t i = 0; i < m; i++)
+        if (wfam[i] != 0xff && s->plan.item_group[i] >= 0) s->cov[wfam[i]].fused++;
     for (unsigned gi = 0; gi < s->plan.ngroups; gi++) {
         const tcf_fgroup_t *g = &s->plan.groups[gi];
         fused += g->nitems, s->dropped += g->stores_dropped, s->avoided += g->bytes_avoided;
-        print_group(s, gi, g, w);
+        if (!s->quiet) print_group(s, gi, g, w);
     }
     s->groups += s->plan.ngroups, s->fused += (int64_t)fused;
-    printf("  fused: %" PRIu64 " of %" PRIu64 " ops in %u group%s\n", fused, ops, s->plan.ngroups,
-           s->plan.ngroups == 1 ? "" : "s");
-    print_counts("  not fused: ", unfused, TCF_FUSER_NREASON, fuser_name);
-    free(w);
+    if (!s->quiet) {
+        printf("  fused: %" PRIu64 " of %" PRIu64 " ops in %u group%s\n", fused, ops,
+               s->plan.ngroups, s->plan.ngroups == 1 ? "" : "s");
+        print_counts("  not fused: ", unfused, TCF_FUSER_NREASON, fuser_name);
+    }
+    free(w), free(wfam);
+}
+
+/* The coverage table: per kernel family, launches, how many decode into ops and how many
+ * of those a plan fuses, and why the rest were not decoded. Families with launches only,
+ * most launches first (ties by name). */
+static void print_families(const tcf_plan_state_t *s)
+{
+    int done[TCF_FAM_COUNT] = { 0 };
+    printf("coverage by kernel family\n");
+    printf("  %-20s %9s %8s %8s  %s\n", "family", "launches", "decoded", "fused", "not decoded");
+    for (;;) {
+        int best = -1;
+        for (int f = 0; f < TCF_FAM_COUNT; f++)
+            if (!done[f] && s->cov[f].launches &&
+                (best < 0 || s->cov[f].launches > s->cov[best].launches ||
+                 (s->cov[f].launches == s->cov[best].launches &&
+                  strcmp(tcf_family_name((tcf_family_t)f), tcf_family_name((tcf_family_t)best)) < 0)))
+                best = f;
+        if (best < 0) break;
+        done[best] = 1;
+        uint64_t why[TCF_DECODE_NSTATUS + 1];
+        memcpy(why, s->cov[best].notdec, sizeof why);
+        uint64_t dec = why[TCF_DECODE_OK];
+        why[TCF_DECODE_OK] = 0;
+        printf("  %-20s %9" PRIu64 " %8" PRIu64 " %8" PRIu64,
+               tcf_family_name((tcf_family_t)best), s->cov[best].launches, dec, s->cov[best].fused);
+        if (dec == s->cov[best].launches)
+            printf("\n");
+        else
+            print_counts("  ", why, TCF_DECODE_NSTATUS + 1, decode_name);
+    }
 }
 
 static void on_event(tcf_plan_state_t *s, const tcf_trace_event_t *ev)
 {
     tcf_item_t it = { .kind = TCF_ITEM_OPAQUE };
-    uint8_t why = 0xff;
+    uint8_t why = 0xff, fam = TCF_FAM_OTHER;
     int64_t win;
     int created;
     if (ev->ev == TCF_TRACE_EV_KERNEL) {
@@ -219,8 +271,10 @@ static void on_event(tcf_plan_state_t *s, const tcf_trace_event_t *ev)
         size_t *ki = tcf_tool_map_get_u64(&s->kmap, (uint64_t)l->k);
         win = l->win;
         why = TCF_PLAN_NOKERNEL;
+        fam = TCF_FAM_OTHER;
         if (ki) {
             const tcf_plan_kernel_t *k = &s->k[*ki];
+            fam = (uint8_t)tcf_kernel_family(k->name);
             tcf_decode_launch_t d = { k->name, k->np, k->off, k->sz, l->params,
                                       (uint32_t)l->params_len,
                                       { l->grid[0], l->grid[1], l->grid[2] },
@@ -241,7 +295,8 @@ static void on_event(tcf_plan_state_t *s, const tcf_trace_event_t *ev)
     tcf_tool_grow((void **)&s->items, &s->cap, s->n + 1, sizeof *s->items);
     s->win = tcf_tool_realloc(s->win, s->cap * sizeof *s->win);
     s->why = tcf_tool_realloc(s->why, s->cap * sizeof *s->why);
-    s->items[s->n] = it, s->win[s->n] = win, s->why[s->n++] = why;
+    s->fam = tcf_tool_realloc(s->fam, s->cap * sizeof *s->fam);
+    s->items[s->n] = it, s->win[s->n] = win, s->fam[s->n] = fam, s->why[s->n++] = why;
 }
 
 static int run_plan(tcf_plan_state_t *s, const char *path)
@@ -250,29 +305,56 @@ static int run_plan(tcf_plan_state_t *s, const char *path)
     tcf_trace_reader_t *r = tcf_trace_read_open(path);
     int rc;
     if (!r) {
-        fprintf(stderr, "tcfuse plan: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "tcfuse %s: %s: %s\n", s->cmd, path, strerror(errno));
         return TCF_EXIT_FAIL;
     }
-    printf("trace %s\n", path);
+    if (!s->quiet) printf("trace %s\n", path);
     while ((rc = tcf_trace_read_next(r, &ev)) == 1) on_event(s, &ev);
     tcf_trace_stats_t st = tcf_trace_read_stats(r);
     tcf_trace_read_close(r);
     if (rc < 0) {
-        fprintf(stderr, "tcfuse plan: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "tcfuse %s: %s: %s\n", s->cmd, path, strerror(errno));
         return TCF_EXIT_FAIL;
     }
-    if (st.malformed)
+    if (st.malformed && !s->quiet)
         fprintf(stderr, "tcfuse plan: %s: %zu malformed lines skipped\n", path, st.malformed);
     if (s->only >= 0 && !s->found) {
         fprintf(stderr, "tcfuse plan: %s: no window %" PRId64 "\n", path, s->only);
         return TCF_EXIT_FAIL;
     }
+    print_families(s);
+    if (s->quiet) return TCF_EXIT_OK;
     printf("summary: %" PRId64 " windows, %" PRId64 " launches, %" PRId64 " decoded, %" PRId64
            " fused, %" PRId64 " groups, %" PRId64 " stores dropped, %" PRIu64 " bytes avoided\n",
            s->windows, s->launches, s->decoded, s->fused, s->groups, s->dropped, s->avoided);
     print_counts("  not decoded: ", s->notdec, TCF_DECODE_NSTATUS + 1, decode_name);
     print_counts("  not fused: ", s->unfused, TCF_FUSER_NREASON, fuser_name);
     return s->failed ? TCF_EXIT_FAIL : TCF_EXIT_OK;
+}
+
+static tcf_plan_state_t *plan_new(const char *cmd)
+{
+    tcf_plan_state_t *s = memset(tcf_tool_realloc(NULL, sizeof *s), 0, sizeof *s);
+    s->cmd = cmd, s->only = -1;
+    return s;
+}
+
+static void plan_free(tcf_plan_state_t *s)
+{
+    for (size_t i = 0; i < s->nk; i++) free(s->k[i].name), free(s->k[i].off), free(s->k[i].sz);
+    free(s->k), free(s->items), free(s->win), free(s->why), free(s->fam);
+    tcf_tool_map_free(&s->kmap);
+    free(s);
+}
+
+/* For `tcfuse report`: the coverage table of the trace at path, nothing else. */
+int tcf_tool_coverage(const char *path)
+{
+    tcf_plan_state_t *s = plan_new("report");
+    s->quiet = 1;
+    int rc = run_plan(s, path);
+    plan_free(s);
+    return rc;
 }
 
 int tcf_tool_plan(int argc, char **argv)
@@ -315,14 +397,11 @@ int tcf_tool_plan(int argc, char **argv)
         fprintf(stderr, "tcfuse plan: --compile: NVRTC unavailable: %s\n", err);
         return TCF_EXIT_FAIL;
     }
-    s = memset(tcf_tool_realloc(NULL, sizeof *s), 0, sizeof *s);
+    s = plan_new("plan");
     s->compile = compile, s->only = only;
     if (s->compile) printf("nvrtc %s, sm_%d\n", tcf_nvrtc_version(), TCF_PLAN_ARCH);
     rc = run_plan(s, argv[optind]);
-    for (size_t i = 0; i < s->nk; i++) free(s->k[i].name), free(s->k[i].off), free(s->k[i].sz);
-    free(s->k), free(s->items), free(s->win), free(s->why);
-    tcf_tool_map_free(&s->kmap);
-    free(s);
+    plan_free(s);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "tcfuse plan: write failed\n");
         return TCF_EXIT_FAIL;

@@ -14,7 +14,10 @@ void tcf_tool_help_report(FILE *f)
         "Summarizes a trace written with TCFUSE_TRACE=FILE (or tcfuse run --trace FILE):\n"
         "totals, the most launched kernels, window lengths, repeated windows (same key),\n"
         "and why windows closed, with the host call sites when the trace has backtraces\n"
-        "(tcfuse run --backtrace). FILE may be - for stdin.\n"
+        "(tcfuse run --backtrace); last, coverage by kernel family: how many launches of each\n"
+        "family (GEMM, elementwise, copies and casts, reductions, ...) fuse mode decodes and\n"
+        "its plans fuse, and why the rest are left as they are (tcfuse plan shows each window).\n"
+        "FILE may be - for stdin (then without the coverage table).\n"
         "\n"
         "options:\n"
         "  -n, --top N          rows per table (default 10)\n"
@@ -67,6 +70,10 @@ int tcf_tool_report(int argc, char **argv)
     rc = tcf_report_collect(&r, argv[optind]);
     if (rc == 0) {
         tcf_report_print(&r, argv[optind], stdout, (size_t)top);
+        if (strcmp(argv[optind], "-") != 0) {  /* a second pass: stdin cannot be read twice */
+            printf("\n");
+            rc = tcf_tool_coverage(argv[optind]) == TCF_EXIT_OK ? 0 : -1;
+        }
         if (r.st.malformed)
             fprintf(stderr, "tcfuse report: %s: %zu malformed lines skipped\n", argv[optind],
                     r.st.malformed);

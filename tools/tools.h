@@ -23,6 +23,9 @@ enum {
  * return the exit code. tcf_tool_run returns only when the command could not start. */
 int tcf_tool_run(int argc, char **argv);
 int tcf_tool_report(int argc, char **argv);
+/* The coverage table of a trace alone (plan.c; `tcfuse report` ends with it): per kernel
+ * family, launches, decoded, fused, and why the rest were not decoded. */
+int tcf_tool_coverage(const char *path);
 
 /* Help texts, to f. */
 void tcf_tool_usage(FILE *f);

@@ -35,6 +35,9 @@ window 1: 8 launches, 8 ops decoded, 8 items
     op 7 (item 7): MUL f32 n=1048576 in op0,op6 -> buf2
   source of group 0:
   fused: 8 of 8 ops in 1 group
+coverage by kernel family
+  family                launches  decoded    fused  not decoded
+  elementwise                  8        8        8
 summary: 1 windows, 8 launches, 8 decoded, 8 fused, 1 groups, 5 stores dropped, 58720256 bytes avoided
 EOF
     split "$TCFUSE" plan --window 1 "$GELU"

@@ -65,6 +65,11 @@ boundary reasons
         1   14.3%  exit
         1   14.3%  idle
   (call sites from 3 windows with a backtrace; top 3 per reason)
+
+coverage by kernel family
+  family                launches  decoded    fused  not decoded
+  elementwise                 12        9        6  3 unparsed-name
+  gemm                         2        0        0  2 not-elementwise
 EOF
     split "$TCFUSE" report "$FIX"
     [ "$status" -eq 0 ]
@@ -77,7 +82,9 @@ EOF
     "$TCFUSE" report "$FIX" >"$T/b"
     cmp "$T/a" "$T/b"
     "$TCFUSE" report - <"$FIX" | sed '1s/^trace -$/trace tests\/fixtures\/sample-observe.jsonl/' >"$T/c"
-    diff -u "$T/a" "$T/c"
+    # stdin cannot be read a second time for the coverage table: all the rest is the same
+    sed '/^coverage by kernel family$/,$d' "$T/a" | sed '$d' >"$T/a2"
+    diff -u "$T/a2" "$T/c"
 }
 
 @test "report: malformed, unknown, blank and truncated lines are counted and skipped" {
@@ -319,4 +326,26 @@ EOF
     grep -qE '^ +1 +at scen\+0x' "$T/out"
     "$TCFUSE" report --chrome "$T/scen.json" "$T/scen.jsonl" >/dev/null
     python3 -m json.tool "$T/scen.json" >/dev/null
+}
+
+@test "report: coverage by kernel family on a real Llama trace (decoded, fused, why not)" {
+    split "$TCFUSE" report tests/fixtures/trace-hf-llama.jsonl
+    [ "$status" -eq 0 ]
+    sed -n '/^coverage by kernel family$/,$p' "$T/out" >"$T/cov"
+    cat "$T/cov"
+    grep -Eq '^  elementwise-strided +52 +0 +0  52 noncontiguous$' "$T/cov"
+    grep -Eq '^  gemm +32 +0 +0  32 not-elementwise$' "$T/cov"
+    grep -Eq '^  reduce +10 +0 +0  10 reduction$' "$T/cov"
+    grep -Eq '^  cat +18 +0 +0  18 not-elementwise$' "$T/cov"
+    grep -Eq '^  copy-cast +28 +26 +13  2 unsupported-dtype$' "$T/cov"
+    # every launch is in exactly one family: the rows add up to the trace's launches
+    total=$(awk 'NR > 2 { s += $2 } END { print s }' "$T/cov")
+    [ "$total" -eq 204 ]
+}
+
+@test "report: from stdin, no coverage table (the trace cannot be read twice)" {
+    run bash -c "'$TCFUSE' report - < tests/fixtures/trace-hf-llama.jsonl"
+    [ "$status" -eq 0 ]
+    [[ "$output" != *"coverage by kernel family"* ]]
+    [[ "$output" == *"top kernels by launches"* ]]
 }
