@@ -48,7 +48,24 @@ static inline unsigned tcf_dtype_size(tcf_dtype_t d)
  * UNROLLED: unrolled_elementwise_kernel without casts (contiguous, unaligned: vec 1);
  * CAST: unrolled_elementwise_kernel with LoadWithCast/StoreWithCast (mixed dtypes: the
  * memory dtypes come from the kernel's parameter bytes, the compute dtype from its name). */
-typedef enum { TCF_LOOP_VEC = 1, TCF_LOOP_UNROLLED, TCF_LOOP_CAST } tcf_loop_t;
+/* STRIDED: elementwise_kernel<128, vt> of gpu_kernel_impl_nocast (TensorIterator's
+ * non-contiguous path: an OffsetCalculator gives each operand's offset per element, a
+ * broadcast dimension has stride 0); STRIDED_CAST: the same from gpu_kernel_impl, where
+ * the memory dtypes differ from the functor's and an int8 ScalarType array says each. */
+typedef enum { TCF_LOOP_VEC = 1, TCF_LOOP_UNROLLED, TCF_LOOP_CAST, TCF_LOOP_STRIDED,
+               TCF_LOOP_STRIDED_CAST } tcf_loop_t;
+
+/* The iteration space of a strided loop, as its OffsetCalculator holds it: element e is
+ * decomposed innermost dimension first (dim 0), e = i0 + size[0]*(i1 + size[1]*(...)), and
+ * operand k sits at its pointer + sum_d i_d * stride[k][d] bytes. ndim 0: contiguous (every
+ * operand n elements from its pointer). More than TCF_OP_MAX_DIMS dimensions are refused:
+ * TensorIterator coalesces, and real models launch at most 4. */
+#define TCF_OP_MAX_DIMS 8
+typedef struct {
+    uint8_t  ndim;
+    uint32_t size[TCF_OP_MAX_DIMS];
+    uint32_t stride[4][TCF_OP_MAX_DIMS];   /* bytes; [0] the output, [1 + i] in[i] */
+} tcf_iter_t;
 
 enum { TCF_SARG_NONE = 0, TCF_SARG_SELF, TCF_SARG_OTHER, TCF_SARG_A, TCF_SARG_B };
 /* mode: CMP_SCALAR values 0-3 are PyTorch's OpType (CompareKernels.cu), 4-5 EqOpType + 4. */
@@ -81,6 +98,7 @@ typedef struct tcf_op_s {
     tcf_dtype_t   res_dt;            /* what the functor returns (CMP: bool; casts: target) */
     uint64_t      out, in[3];        /* device pointers, as passed */
     tcf_scalar_t  s[2];
+    tcf_iter_t    it;                /* STRIDED loops; ndim 0 for the contiguous ones */
 } tcf_op_t;
 
 #endif

@@ -31,7 +31,8 @@
  * - An op that is not fused counts once in reasons, under the stronger cause on its two
  *   sides (overlap, then group-full, then size-differs, then alone). UNALIGNED counts the
  *   ops of groups that fell to vec 1: those ops were fused. An op tcf_fuser_plan cannot
- *   reason about (NONE dtype, null or wrapping range, counts out of range) is opaque.
+ *   reason about (NONE dtype, null or wrapping range, counts out of range, strided
+ *   operands: op.it.ndim > 0) is opaque.
  */
 #ifndef TCF_FUSER_H
 #define TCF_FUSER_H

@@ -22,6 +22,8 @@ int tcf_fuser_op_ok(const tcf_op_t *op)
     if (op->kind <= TCF_OP_NONE || op->kind >= TCF_OP_NKIND || !op->n || op->nin < 1 ||
         op->nin > 3 || op->nscalar > 2)
         return 0;
+    if (op->it.ndim)
+        return 0;   /* strided operands: their extent is no [ptr, ptr + n) range; not planned yet */
     for (unsigned o = 0; o <= op->nin; o++) {
         uint64_t p = operand_ptr(op, o), len = (uint64_t)op->n * tcf_dtype_size(operand_dt(op, o));
         if (!p || !len || p > UINT64_MAX - len)

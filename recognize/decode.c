@@ -44,7 +44,9 @@ static const tcf_decode_rule_t tcf_decode_rules[] = {
 
 typedef struct {
     tcf_loop_t  loop;
-    unsigned    vec, nt, ncast;  /* <vec>, NT, LoadWithCast<ncast> (0: no cast) */
+    unsigned    vec, nt, ncast;  /* <vec>, NT, LoadWithCast<ncast> (0: no cast); NT is 0
+                                  * for the strided loops, whose names do not say it */
+    unsigned    vt;              /* strided loops: elementwise_kernel<128, vt> */
     const char *fb, *fe;         /* the functor part of the name: [fb, fe) */
     const char *lam, *lam_end;   /* innermost lambda's parameter list; NULL for structs */
     const char *disc;            /* its discriminator ("_", "0_", ...), up to fe */
@@ -76,6 +78,62 @@ static const char *tcf_decode_digits(const char *p, unsigned *v)
     return k && k <= 3 ? p + k : NULL;
 }
 
+static const char *tcf_decode_subst(const char *q, const char *end);
+
+/* A functor that is a lambda (a local entity, "Z..."): its closure "Ul<params>E<n>_" ends
+ * the functor part; lam is its parameter list, disc its discriminator. */
+static tcf_decode_status_t tcf_decode_closure(tcf_decode_name_t *nm)
+{
+    if (*nm->fb == 'Z') {
+        const char *u = tcf_decode_rfind(nm->fb, nm->fe, "Ul"), *q = nm->fe - 1;
+        if (!u || *q != '_')
+            return TCF_DECODE_BAD_NAME;
+        while (q > u + 2 && q[-1] >= '0' && q[-1] <= '9')
+            q--;
+        if (q <= u + 3 || q[-1] != 'E')
+            return TCF_DECODE_BAD_NAME;
+        nm->lam = u + 2, nm->lam_end = q - 1, nm->disc = q;
+    }
+    return TCF_DECODE_OK;
+}
+
+/* The strided loop (docs/PYTORCH-ELEMENTWISE.md, 1.1): elementwise_kernel<128, vt, L>
+ * where L is the lambda(int) of gpu_kernel_impl_nocast<F> (same dtypes) or of
+ * gpu_kernel_impl<F> (the cast branch), "...ZNS0_22gpu_kernel_impl_nocastI" F "EEv"
+ * "RNS_18TensorIteratorBaseE" (or a substitution "S<id>_" once F spelled it) "RKT_EUliE_"
+ * "EEviT1_". F is the functor, as in the contiguous loops. */
+static tcf_decode_status_t tcf_decode_strided_name(const char *name, const char *end,
+                                                   tcf_decode_name_t *nm)
+{
+    static const char tail[] = "RKT_EUliE_EEviT1_";
+    const char *p = tcf_decode_starts(name + strlen(TCF_LEG_PREFIX), "Li128ELi")
+                        ? tcf_decode_digits(name + strlen(TCF_LEG_PREFIX) + 8, &nm->vt) : NULL;
+    if (!p || *p != 'E' || (nm->vt != 2 && nm->vt != 4))
+        return TCF_DECODE_BAD_NAME;
+    p++;
+    if (tcf_decode_starts(p, "ZNS0_22gpu_kernel_impl_nocastI"))
+        nm->loop = TCF_LOOP_STRIDED, nm->fb = p + 30;
+    else if (tcf_decode_starts(p, "ZNS0_15gpu_kernel_implI"))
+        nm->loop = TCF_LOOP_STRIDED_CAST, nm->fb = p + 23;
+    else
+        return TCF_DECODE_BAD_NAME;
+    if (!tcf_decode_ends(name, end, tail))
+        return TCF_DECODE_BAD_NAME;
+    const char *t = end - strlen(tail);     /* F ends at "EEv" + the iterator's type */
+    if (tcf_decode_ends(nm->fb, t, "EEvRNS_18TensorIteratorBaseE")) {
+        nm->fe = t - 28;
+    } else {                                /* "EEvS<seq-id>_": S, base-36 id, _ */
+        const char *q = tcf_decode_rfind(nm->fb, t, "EEvS");
+        if (!q || tcf_decode_subst(q + 3, t) != t)
+            return TCF_DECODE_BAD_NAME;
+        nm->fe = q;
+    }
+    nm->vec = 1;
+    if (nm->fe <= nm->fb)
+        return TCF_DECODE_BAD_NAME;
+    return TCF_DECODE_OK;
+}
+
 static tcf_decode_status_t tcf_decode_name(const char *name, tcf_decode_name_t *nm)
 {
     const char *end = name + strlen(name), *p;
@@ -88,7 +146,8 @@ static tcf_decode_status_t tcf_decode_name(const char *name, tcf_decode_name_t *
     } else if (tcf_decode_starts(name, TCF_UNR_PREFIX)) {
         nm->loop = TCF_LOOP_UNROLLED, nm->vec = 1, nm->fb = name + strlen(TCF_UNR_PREFIX);
     } else if (tcf_decode_starts(name, TCF_LEG_PREFIX)) {
-        return TCF_DECODE_NONCONTIGUOUS;    /* the OffsetCalculator loop: strided, broadcast */
+        tcf_decode_status_t st = tcf_decode_strided_name(name, end, nm);
+        return st != TCF_DECODE_OK ? st : tcf_decode_closure(nm);
     } else {
         return strstr(name, "13reduce_kernelI") ? TCF_DECODE_REDUCTION : TCF_DECODE_NOT_ELEMENTWISE;
     }
@@ -118,17 +177,7 @@ static tcf_decode_status_t tcf_decode_name(const char *name, tcf_decode_name_t *
             return TCF_DECODE_BAD_NAME;
         }
     }
-    if (*nm->fb == 'Z') {                   /* a local entity: the closure "Ul<params>E<n>_" */
-        const char *u = tcf_decode_rfind(nm->fb, nm->fe, "Ul"), *q = nm->fe - 1;
-        if (!u || *q != '_')
-            return TCF_DECODE_BAD_NAME;
-        while (q > u + 2 && q[-1] >= '0' && q[-1] <= '9')
-            q--;
-        if (q <= u + 3 || q[-1] != 'E')
-            return TCF_DECODE_BAD_NAME;
-        nm->lam = u + 2, nm->lam_end = q - 1, nm->disc = q;
-    }
-    return TCF_DECODE_OK;
+    return tcf_decode_closure(nm);
 }
 
 /* "S_" or "S<seq-id>_" (a substitution: it repeats an earlier component); its end or NULL. */
@@ -258,6 +307,38 @@ static uint64_t tcf_decode_layout(const tcf_decode_launch_t *l, const tcf_decode
     return end;
 }
 
+/* The strided loop's parameters (docs/PYTORCH-ELEMENTWISE.md, 1.2): (int N @0, L @8),
+ * where the closure L holds OffsetCalculator<NT> {int dims; IntDivider sizes[25];
+ * uint32 strides[25][NT]} (304 + 100 NT bytes), then data[NT] at the next 8 bytes, then
+ * the functor F, on the cast branch int8 dtypes[NT] right after F, and last nvcc's 8-byte
+ * closure pointer. F's size is known for a struct (its fields rounded up to 4, or 1 when
+ * empty); a lambda's is 1 ([] captures nothing) or a multiple of 8 ([=]: the captures and
+ * its own closure pointer), told apart by L's size. Fills dk's offsets (from the
+ * parameter buffer) and span; 0 on a mismatch. */
+static int tcf_decode_strided_layout(const tcf_decode_launch_t *l, unsigned nt, int lambda,
+                                     uint32_t fmin, tcf_decode_kernel_t *dk)
+{
+    if (l->nparams != 2 || l->off[0] || l->size[0] != 4 || l->off[1] != 8)
+        return 0;
+    uint32_t total = l->size[1], doff = (304 + 100 * nt + 7) & ~7u, foff = doff + 8 * nt;
+    uint32_t fsz;
+    if (total % 8 || total < foff + 16 || total > foff + 8 + 72)
+        return 0;
+    if (dk->loop == TCF_LOOP_STRIDED) {
+        fsz = total - 8 - foff;             /* F and the padding before the pointer */
+        if (fsz < fmin || (!lambda && fsz > ((fmin + 3) / 4 * 4 + 7) / 8 * 8))
+            return 0;
+    } else {
+        fsz = !lambda ? (fmin <= 1 ? 1 : (fmin + 3) / 4 * 4)
+                      : total == foff + 16 ? 1 : total - foff - 16;
+        if (fsz < fmin || ((foff + fsz + nt + 7) & ~7u) + 8 != total)
+            return 0;
+        dk->loff = 8 + foff + fsz;          /* dtypes[NT] */
+    }
+    dk->doff = 8 + doff, dk->foff = 8 + foff, dk->span = 8 + (uint64_t)total;
+    return 1;
+}
+
 tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_kernel_t *dk)
 {
     tcf_decode_name_t nm;
@@ -277,6 +358,9 @@ tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_k
                            : tcf_decode_nth_type(nm.fb + 4 + strlen(r->m1), nm.fe, r->idx, l->name);
     if (!t || (t == TCF_DT_BOOL && r->dts != TCF_DTS_FLTB))
         return TCF_DECODE_UNSUPPORTED_DTYPE;
+    int strided = nm.loop == TCF_LOOP_STRIDED || nm.loop == TCF_LOOP_STRIDED_CAST;
+    if (strided)
+        nm.nt = 1u + r->nin;                /* the name does not say; the layout will */
     if (nm.nt != 1u + r->nin || (nm.ncast && nm.ncast != r->nin))
         return TCF_DECODE_UNKNOWN_FUNCTOR;  /* the name's operand count is not the row's */
 
@@ -289,13 +373,74 @@ tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_k
         dk->soff[i] = (r->s[i].after + dk->ssz[i] - 1) / dk->ssz[i] * dk->ssz[i];
         fmin = dk->soff[i] + dk->ssz[i] > fmin ? dk->soff[i] + dk->ssz[i] : fmin;
     }
-    uint64_t span = tcf_decode_layout(l, &nm, r->nin, fmin, r->lam ? 64 : (fmin + 3) / 4 * 4);
-    if (!span)
-        return TCF_DECODE_BAD_LAYOUT;
     dk->rule = r, dk->t = t, dk->loop = (uint8_t)nm.loop, dk->vec = (uint8_t)nm.vec;
-    dk->ncast = (uint8_t)nm.ncast, dk->span = span;
+    dk->ncast = (uint8_t)nm.ncast, dk->vt = (uint8_t)nm.vt;
+    if (strided)
+        return tcf_decode_strided_layout(l, nm.nt, r->lam != NULL, fmin, dk)
+                   ? TCF_DECODE_OK : (memset(dk, 0, sizeof *dk), TCF_DECODE_BAD_LAYOUT);
+    uint64_t span = tcf_decode_layout(l, &nm, r->nin, fmin, r->lam ? 64 : (fmin + 3) / 4 * 4);
+    if (!span) {
+        memset(dk, 0, sizeof *dk);
+        return TCF_DECODE_BAD_LAYOUT;
+    }
+    dk->span = span;
     dk->foff = l->off[1], dk->doff = l->off[2];
     dk->loff = nm.ncast ? l->off[5] : 0, dk->stoff = nm.ncast ? l->off[6] : 0;
+    return TCF_DECODE_OK;
+}
+
+/* IntDivider<uint32_t>'s magic for d (IntegerDivider.cuh): a divisor whose m1 and shift are
+ * not these is no OffsetCalculator we understand (or a misread layout). */
+static int tcf_decode_divider_ok(uint32_t d, uint32_t m1, uint32_t shift)
+{
+    uint32_t sh = 0;
+    while (sh < 32 && (1ull << sh) < d)
+        sh++;
+    if (!d || sh >= 32)
+        return 0;
+    uint64_t want = ((1ull << 32) * ((1ull << sh) - d)) / d + 1;
+    return shift == sh && m1 == (uint32_t)want;
+}
+
+/* The iteration space of a strided launch (op is filled but for it): dims, sizes, byte
+ * strides per operand; on the cast branch the memory dtypes. The sizes must multiply to
+ * N, and the grid be PyTorch's for N: ceil(N / (128 vt)). */
+static tcf_decode_status_t tcf_decode_strided(const tcf_decode_kernel_t *dk, const uint8_t *p,
+                                              const uint32_t grid[3], tcf_op_t *op)
+{
+    const uint8_t *oc = p + 8;              /* the closure, OffsetCalculator first */
+    unsigned nt = 1u + op->nin;
+    uint64_t per_block = 128ull * dk->vt, count = 1;
+    if (grid[0] != (op->n + per_block - 1) / per_block)
+        return TCF_DECODE_BAD_LAUNCH;
+    int32_t dims = (int32_t)tcf_decode_rd(oc, 4);
+    if (dims < 1 || dims > 25)
+        return TCF_DECODE_BAD_VALUE;
+    if (dims > TCF_OP_MAX_DIMS)
+        return TCF_DECODE_TOO_MANY_DIMS;
+    op->it.ndim = (uint8_t)dims;
+    for (int d = 0; d < dims; d++) {
+        const uint8_t *div = oc + 4 + 12 * d;
+        uint32_t size = (uint32_t)tcf_decode_rd(div, 4);
+        if (!tcf_decode_divider_ok(size, (uint32_t)tcf_decode_rd(div + 4, 4),
+                                   (uint32_t)tcf_decode_rd(div + 8, 4)))
+            return TCF_DECODE_BAD_VALUE;
+        op->it.size[d] = size;
+        count *= size;
+        if (count > op->n)
+            return TCF_DECODE_BAD_VALUE;
+        for (unsigned k = 0; k < nt; k++)
+            op->it.stride[k][d] = (uint32_t)tcf_decode_rd(oc + 304 + 4 * (nt * (unsigned)d + k), 4);
+    }
+    if (count != op->n)
+        return TCF_DECODE_BAD_VALUE;
+    if (dk->loop == TCF_LOOP_STRIDED_CAST)  /* dtypes[NT]: out, in0, ... */
+        for (unsigned k = 0; k < nt; k++) {
+            tcf_dtype_t d = tcf_decode_scalar_type(p[dk->loff + k]);
+            if (!d)
+                return TCF_DECODE_UNSUPPORTED_DTYPE;
+            *(k ? &op->in_dt[k - 1] : &op->out_dt) = d;
+        }
     return TCF_DECODE_OK;
 }
 
@@ -348,6 +493,11 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
     if (m < 0 || m >= (r->moff >= 0 ? r->mcount : 1))
         return tcf_decode_fail(op, TCF_DECODE_BAD_VALUE);
     op->mode = (uint8_t)(r->mbase + m);
+    if (dk->loop == TCF_LOOP_STRIDED || dk->loop == TCF_LOOP_STRIDED_CAST) {
+        tcf_decode_status_t st = tcf_decode_strided(dk, p, grid, op);
+        if (st != TCF_DECODE_OK)
+            return tcf_decode_fail(op, st);
+    }
     return TCF_DECODE_OK;
 }
 
@@ -395,14 +545,15 @@ const char *tcf_decode_rule_name(size_t i)
 
 void tcf_decode_describe(const tcf_op_t *op, char *buf, size_t len)
 {
-    static const char *const loops[] = { "?", "vec", "unrolled", "cast" };
+    static const char *const loops[] = { "?", "vec", "unrolled", "cast", "strided",
+                                         "strided-cast" };
     size_t n = 0;
 #define TCF_APPEND_(...) \
     (n += (size_t)snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__))
     if (!op || !buf || !len)
         return;
     TCF_APPEND_("%s[%s] %s%u n=%u out=%s:0x%llx", tcf_decode_kind_name(op->kind),
-                op->rule ? op->rule : "-", loops[op->loop <= TCF_LOOP_CAST ? op->loop : 0], op->vec,
+                op->rule ? op->rule : "-", loops[op->loop <= TCF_LOOP_STRIDED_CAST ? op->loop : 0], op->vec,
                 op->n, tcf_decode_dtype_name(op->out_dt), (unsigned long long)op->out);
     for (unsigned i = 0; i < op->nin && i < 3; i++)
         TCF_APPEND_(" in%u=%s:0x%llx", i, tcf_decode_dtype_name(op->in_dt[i]),
@@ -412,5 +563,11 @@ void tcf_decode_describe(const tcf_op_t *op, char *buf, size_t len)
         TCF_APPEND_(" s%u=%.9g:%s", i, (double)op->s[i].f, tcf_decode_dtype_name(op->s[i].dt));
     if (op->sarg || op->mode)
         TCF_APPEND_(" sarg=%u mode=%u", op->sarg, op->mode);
+    for (unsigned d = 0; d < op->it.ndim && d < TCF_OP_MAX_DIMS; d++) {
+        TCF_APPEND_(" d%u=%u:(", d, op->it.size[d]);
+        for (unsigned k = 0; k <= op->nin && k < 4; k++)
+            TCF_APPEND_("%s%u", k ? "," : "", op->it.stride[k][d]);
+        TCF_APPEND_(")");
+    }
 #undef TCF_APPEND_
 }

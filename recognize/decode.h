@@ -26,14 +26,15 @@
     X(BAD_ARGS,          "bad-arguments")     /* NULL name/op/arrays                */   \
     X(NOT_ELEMENTWISE,   "not-elementwise")   /* GEMM, softmax, norms, RNG, ...     */   \
     X(REDUCTION,         "reduction")         /* reduce_kernel: not fusable yet     */   \
-    X(NONCONTIGUOUS,     "noncontiguous")     /* elementwise_kernel: strided/broadcast */ \
+    X(NONCONTIGUOUS,     "noncontiguous")     /* strided/broadcast: not fused yet (exec) */ \
     X(BAD_NAME,          "unparsed-name")     /* an elementwise loop we cannot parse */   \
     X(UNKNOWN_FUNCTOR,   "unknown-functor")   /* loop parsed, no rule for the functor */  \
     X(UNSUPPORTED_DTYPE, "unsupported-dtype") /* double, integers, complex, ...     */   \
     X(BAD_LAYOUT,        "unexpected-param-layout") /* count/offset/size mismatch   */   \
     X(TRUNCATED,         "truncated-params")  /* fewer bytes than the layout spans   */   \
     X(BAD_LAUNCH,        "unexpected-launch-shape") /* block not 128x1x1, 2-D grid  */   \
-    X(BAD_VALUE,         "unexpected-value")  /* N <= 0, mode out of range, cast dtypes */
+    X(BAD_VALUE,         "unexpected-value")  /* N <= 0, mode out of range, cast dtypes */ \
+    X(TOO_MANY_DIMS,     "too-many-dims")     /* a strided loop over > TCF_OP_MAX_DIMS dims */
 
 typedef enum {
 #define TCF_DECODE_ENUM_(id, str) TCF_DECODE_##id,
@@ -69,8 +70,10 @@ typedef struct {
     const void *rule;            /* the decode_rules.def row; NULL: not decodable */
     tcf_dtype_t t;               /* the functor's T */
     uint8_t     loop, vec, ncast;
+    uint8_t     vt;              /* strided loops: elements a thread (the name's <vt>) */
     uint32_t    soff[2], ssz[2]; /* scalars inside the functor */
-    uint32_t    foff, doff, loff, stoff; /* functor, data[], loader, storer offsets */
+    uint32_t    foff, doff, loff, stoff; /* functor, data[], loader, storer offsets; for
+                                          * the strided cast loop loff is its dtypes[] */
     uint64_t    span;            /* parameter bytes the layout spans */
 } tcf_decode_kernel_t;
 
