@@ -31,7 +31,7 @@ HOOK_OBJ  := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o) $(HOOK_ASM:%.S=$(BUILD)/obj/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test unit unit-bins bats clean demo
+.PHONY: all test unit unit-bins bats clean demo asan ubsan tsan
 all: $(BUILD)/libtcfuse.so $(BUILD)/tcfuse
 
 $(BUILD)/obj/%.o: %.c
@@ -69,6 +69,16 @@ $(BUILD)/tests/libtcftest-noid.so: tests/unit/fake_nvrtc.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,--build-id=none -o $@ $<
 $(BUILD)/tests/test_images: $(BUILD)/tests/libtcftest-id.so $(BUILD)/tests/libtcftest-noid.so
+
+# Sanitizer builds: the library's objects and the unit tests, built in $(BUILD)/<name> and
+# run at once (tests/run runs all three). tcfuse lives in other people's processes: a read
+# past a buffer, a signed overflow or a data race there is a bug in theirs.
+SAN_asan  := -fsanitize=address -fno-omit-frame-pointer
+SAN_ubsan := -fsanitize=undefined -fno-sanitize-recover=all
+SAN_tsan  := -fsanitize=thread
+asan ubsan tsan:
+	@$(MAKE) -s BUILD=$(BUILD)/$@ CFLAGS="-O1 -g $(SAN_$@)" unit-bins
+	@tests/unit/run-sanitized $@ $(BUILD)/$@/tests
 
 # The stand-in driver and the programs the BATS suites run under LD_PRELOAD.
 -include tests/stub/stub.mk
