@@ -30,6 +30,8 @@ PURE_OBJ  := $(PURE_SRC:%.c=$(BUILD)/obj/%.o)
 HOOK_OBJ  := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o) $(HOOK_ASM:%.S=$(BUILD)/obj/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_TGT  := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+UNIT_BIN  += $(FUZZ_TGT:%=$(BUILD)/tests/test_fuzz_%)
 
 .PHONY: all test unit unit-bins bats clean demo asan ubsan tsan
 all: $(BUILD)/libtcfuse.so $(BUILD)/tcfuse
@@ -55,6 +57,19 @@ $(BUILD)/tcfuse: $(TOOL_OBJ) $(BUILD)/libtcfuse.a
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtcfuse.a tests/unit/check.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libtcfuse.a $(LDLIBS) -lm
+
+# Each fuzz target replayed over its saved inputs, as a unit test (tests/fuzz/fuzz.h).
+$(BUILD)/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(BUILD)/libtcfuse.a tests/fuzz/fuzz.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DTCF_FUZZ_TARGET='"$*"' -o $@ tests/fuzz/fuzz_$*.c tests/fuzz/replay.c \
+	    $(BUILD)/libtcfuse.a $(LDLIBS) -lm
+
+# libFuzzer runs of every target, FUZZ_SECONDS each (needs clang): the library built with
+# coverage and sanitizers in $(BUILD)/fuzz, findings saved under tests/fuzz/regress/.
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	@tests/fuzz/run $(FUZZ_SECONDS) $(FUZZ_TGT)
 
 # A library named like NVRTC, mapped by test_nvrtc_owns.
 $(BUILD)/tests/libnvrtc-tcftest.so: tests/unit/fake_nvrtc.c

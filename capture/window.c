@@ -357,7 +357,7 @@ void tcf_capture_alloc(const char *call, CUdeviceptr ptr, size_t size, CUstream 
         return;
     if (rc == CUDA_SUCCESS && ptr) {
         atomic_fetch_add(&tcf_ctr.allocs, 1);
-        uint64_t lo = atomic_load(&tcf_ctr.dev_lo), hi = atomic_load(&tcf_ctr.dev_hi);
+        unsigned long long lo = atomic_load(&tcf_ctr.dev_lo), hi = atomic_load(&tcf_ctr.dev_hi);
         while (ptr < lo && !atomic_compare_exchange_weak(&tcf_ctr.dev_lo, &lo, ptr))
             ;
         while (ptr + size > hi && !atomic_compare_exchange_weak(&tcf_ctr.dev_hi, &hi, ptr + size))
