@@ -174,6 +174,26 @@ void tcf_stats_print(void)
     tcf_out("  allocator     %llu allocs, %llu frees (%llu stream-ordered); frees visible: %s",
             (unsigned long long)atomic_load(&tcf_ctr.allocs),
             (unsigned long long)atomic_load(&tcf_ctr.frees), fs, fs ? "yes" : "no");
+    unsigned long long fam[TCF_FAM_COUNT] = { 0 };
+    for (uint32_t i = 0, n = tcf_kernel_count(); i < n; i++) {
+        tcf_kernel_t *k = tcf_kernel_at(i);
+        if (k && k->family < TCF_FAM_COUNT)
+            fam[k->family] += atomic_load_explicit(&k->launches, memory_order_relaxed);
+    }
+    len = 0;
+    for (int done = 0; done < TCF_FAM_COUNT; done++) {   /* most launches first */
+        int best = -1;
+        for (int f = 0; f < TCF_FAM_COUNT; f++)
+            if (fam[f] && (best < 0 || fam[f] > fam[best]))
+                best = f;
+        if (best < 0)
+            break;
+        tcf_cat(line, sizeof line, &len, "%s%s %llu", len ? ", " : "",
+                tcf_family_name((tcf_family_t)best), fam[best]);
+        fam[best] = 0;
+    }
+    if (len)
+        tcf_out("  families      %s", line);
     unsigned long long ops = atomic_load(&tcf_ctr.ops);
     if (ops)
         tcf_out("  other work    %llu device memsets and copies", ops);

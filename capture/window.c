@@ -301,6 +301,7 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
     if (rc != CUDA_SUCCESS)
         atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
     tcf_kernel_t *k = tcf_kernel_get(f);
+    atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
     tcf_window_t *w = tcf_window_for(stream, ptds);
     if (!w)
         return;

@@ -63,8 +63,10 @@ static int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
         return TCF_FUSE_UNKNOWN;
     if (!atomic_compare_exchange_strong(&k->fuse_state, &expect, TCF_FUSE_DECODING))
         return expect;
-    tcf_decode_status_t ds = TCF_DECODE_BAD_LAYOUT;
-    if (k->param_known && k->param_bytes <= sizeof ((tcf_orig_t *)0)->params && k->nparams <= 8) {
+    tcf_decode_status_t ds = TCF_DECODE_BAD_LAYOUT;   /* the driver gave no layout */
+    if (k->param_known) {
+        /* The name first, so that a GEMM or an attention kernel with a large parameter
+         * block is refused for what it is, not for its size. */
         tcf_decode_launch_t dl = { .name = k->name, .nparams = k->nparams, .off = k->off,
                                    .size = k->size };
         ds = tcf_decode_kernel(&dl, &k->dk);
@@ -73,9 +75,13 @@ static int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
         if (ds == TCF_DECODE_OK &&
             (k->dk.loop == TCF_LOOP_STRIDED || k->dk.loop == TCF_LOOP_STRIDED_CAST))
             ds = TCF_DECODE_NONCONTIGUOUS;
+        else if (ds == TCF_DECODE_OK && (k->param_bytes > sizeof ((tcf_orig_t *)0)->params ||
+                                         k->nparams > 8))
+            ds = TCF_DECODE_BAD_LAYOUT;   /* more than a job keeps of an original */
     }
     if (ds != TCF_DECODE_OK)
         atomic_fetch_add(&tcf_xctr.refused[ds], 1);
+    k->refusal = (uint8_t)ds;
     int fs = ds == TCF_DECODE_OK ? TCF_FUSE_DECODABLE : TCF_FUSE_NEVER;
     atomic_store_explicit(&k->fuse_state, fs, memory_order_release);
     return fs;
@@ -107,6 +113,8 @@ static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint
     w->nlaunch++;
     w->ndec++;
     atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->decoded, 1, memory_order_relaxed);
     return e;
 }
 
@@ -140,6 +148,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
     tcf_decode_status_t ds = tcf_decode_apply(&k->dk, buf, k->param_bytes, grid, block, &op);
     if (ds != TCF_DECODE_OK) {
         atomic_fetch_add(&tcf_xctr.refused[ds], 1);
+        k->refusal = (uint8_t)ds;   /* this launch's reason: the summary's by family */
         tcf_flush_held(NULL, "other-work");
         return 0;
     }

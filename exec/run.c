@@ -145,6 +145,9 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
                                                     TCF_FUSED_BLOCK, 1, 1, 0,
                                                     (CUstream)(uintptr_t)e->stream, kp, NULL);
                 if (rc == CUDA_SUCCESS) {
+                    for (uint8_t j = 0; j < G->nitems; j++)
+                        atomic_fetch_add_explicit(&w->ev[from + G->items[j]].u.l.k->fused, 1,
+                                                  memory_order_relaxed);
                     atomic_fetch_add(&tcf_xctr.groups_fused, 1);
                     atomic_fetch_add(&tcf_xctr.launches_removed, G->nitems - 1u);
                     atomic_fetch_add(&tcf_xctr.stores_dropped, G->stores_dropped);

@@ -22,6 +22,43 @@ static void tcf_fuse_refusals(char *line, size_t cap)
         snprintf(line + len, cap - len, "%sno NVRTC %llu", len ? ", " : "", nn);
 }
 
+/* Per kernel family: launches, decoded, fused, and the reason the most launches of the
+ * family were left alone. What a user looks at first: what tcfuse did to their program. */
+static void tcf_exec_families_print(void)
+{
+    struct { unsigned long long launches, decoded, fused, why[TCF_DECODE_NSTATUS]; } f[TCF_FAM_COUNT];
+    memset(f, 0, sizeof f);
+    for (uint32_t i = 0, n = tcf_kernel_count(); i < n; i++) {
+        tcf_kernel_t *k = tcf_kernel_at(i);
+        if (!k || k->family >= TCF_FAM_COUNT)
+            continue;
+        unsigned long long l = atomic_load_explicit(&k->launches, memory_order_relaxed),
+                           d = atomic_load_explicit(&k->decoded, memory_order_relaxed);
+        f[k->family].launches += l;
+        f[k->family].decoded += d;
+        f[k->family].fused += atomic_load_explicit(&k->fused, memory_order_relaxed);
+        if (l > d && k->refusal < TCF_DECODE_NSTATUS)
+            f[k->family].why[k->refusal] += l - d;
+    }
+    tcf_out("  by family     launches   decoded     fused  most left alone by");
+    for (int done = 0; done < TCF_FAM_COUNT; done++) {
+        int best = -1;
+        for (int j = 0; j < TCF_FAM_COUNT; j++)
+            if (f[j].launches && (best < 0 || f[j].launches > f[best].launches))
+                best = j;
+        if (best < 0)
+            break;
+        int why = 0;
+        for (int r = 1; r < TCF_DECODE_NSTATUS; r++)
+            if (f[best].why[r] > f[best].why[why])
+                why = r;
+        tcf_out("    %-20s %9llu %9llu %9llu%s%s", tcf_family_name((tcf_family_t)best),
+                f[best].launches, f[best].decoded, f[best].fused, f[best].why[why] ? "  " : "",
+                f[best].why[why] ? tcf_decode_reason((tcf_decode_status_t)why) : "");
+        f[best].launches = 0;
+    }
+}
+
 void tcf_exec_stats_print(void)
 {
     unsigned long long held = atomic_load(&tcf_xctr.held), passed = atomic_load(&tcf_xctr.passed),
@@ -63,4 +100,5 @@ void tcf_exec_stats_print(void)
     tcf_out("  fallbacks     %s", len ? line : "none");
     tcf_fuse_refusals(line, sizeof line);
     tcf_out("  not held      %s", line[0] ? line : "none");
+    tcf_exec_families_print();
 }

@@ -28,12 +28,19 @@ typedef struct {
 static tcf_kslot_t *tcf_ktab;
 static pthread_mutex_t tcf_klock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_uint tcf_kcount;
+static tcf_kernel_t *_Atomic tcf_klist[TCF_KTAB_SIZE];   /* by id - 1 */
 static atomic_ullong tcf_koom;
 static tcf_kernel_t tcf_kunknown = { .name = "", .id = 0 };
 
 uint32_t tcf_kernel_count(void)
 {
     return atomic_load(&tcf_kcount);
+}
+
+tcf_kernel_t *tcf_kernel_at(uint32_t i)
+{
+    return i < atomic_load(&tcf_kcount) && i < TCF_KTAB_SIZE
+               ? atomic_load_explicit(&tcf_klist[i], memory_order_acquire) : NULL;
 }
 
 unsigned long long tcf_kernel_oom(void)
@@ -146,7 +153,10 @@ tcf_kernel_t *tcf_kernel_get(CUfunction f)
                 break;
             k->handle = h;
             tcf_kernel_describe(k, f);
-            k->id = atomic_fetch_add(&tcf_kcount, 1) + 1;
+            k->family = (uint8_t)tcf_kernel_family(k->name);
+            k->id = atomic_load(&tcf_kcount) + 1;   /* under the lock: ids are dense */
+            atomic_store_explicit(&tcf_klist[k->id - 1], k, memory_order_release);
+            atomic_fetch_add(&tcf_kcount, 1);
             atomic_store_explicit(&tcf_ktab[i].k, k, memory_order_release);
             atomic_store_explicit(&tcf_ktab[i].handle, h, memory_order_release);
             break;

@@ -44,6 +44,12 @@ typedef struct {
     atomic_int  verdict;      /* TCF_KV_*: its decoding checked alone against it */
     _Atomic uint64_t code;    /* identity of the code it came from (images.c); 0 unknown */
     atomic_int  code_known;   /* code was looked up */
+    /* For the summary at exit, by family (relaxed counters). */
+    uint8_t       family;     /* tcf_family_t of its name */
+    uint8_t       refusal;    /* exec: why its launches are not decoded (tcf_decode_status_t) */
+    atomic_ullong launches;   /* launches seen */
+    atomic_ullong decoded;    /* exec: launches decoded into ops (held or issued and kept) */
+    atomic_ullong fused;      /* exec: launches replaced by a generated kernel */
 } tcf_kernel_t;
 
 enum { TCF_FUSE_UNKNOWN = 0, TCF_FUSE_DECODING, TCF_FUSE_DECODABLE, TCF_FUSE_NEVER };
@@ -56,6 +62,9 @@ void tcf_kernels_init(void);
 tcf_kernel_t *tcf_kernel_get(CUfunction f);
 /* Distinct handles seen; lookups that found no room (counted as out-of-memory). */
 uint32_t tcf_kernel_count(void);
+/* The kernel with id i + 1 (ids count from 1 in order of first launch), for i below
+ * tcf_kernel_count(); NULL past it. Entries are never freed. */
+tcf_kernel_t *tcf_kernel_at(uint32_t i);
 unsigned long long tcf_kernel_oom(void);
 
 /* --- code identity (images.c) --------------------------------------------------------- */

@@ -184,3 +184,14 @@ expect_reason() {
     # The program's own output is untouched.
     grep -qx done "$T/lf.out"
 }
+
+@test "stats: launches by kernel family; in fuse mode decoded, fused and why not, by family" {
+    stats fam "$PROGS/scen" windows
+    expect_stat fam families 'other 12'
+    # The stand-in's kernels are no family tcfuse knows and decode to nothing: fuse mode's
+    # table says so, row by row.
+    TCFUSE_MODE=fuse tcf famfuse "$PROGS/scen" windows
+    [ "$status" = 0 ] || { cat "$T/famfuse.err"; false; }
+    expect_line "$T/famfuse.err" '^tcfuse:   by family +launches +decoded +fused +most left alone by$'
+    expect_line "$T/famfuse.err" '^tcfuse:     other +12 +0 +0  not-elementwise$'
+}
