@@ -181,6 +181,29 @@ def main():
         r = subprocess.run([py, os.path.join(HERE, "perf.py"), "gpt2"] + logs,
                            stdout=subprocess.PIPE, universal_newlines=True)
         check(r.returncode == 0 and "observe / none: 1.100" in r.stdout, "perf gpt2", r.stdout)
+
+        # bench/run-all on stand-in programs: the table, the checksum and speed promises.
+        runall = os.path.join(HERE, "..", "..", "bench", "run-all")
+        env = dict(os.environ)
+        r = subprocess.run([py, runall, "--fake", "--programs", "gpt2-1x32", "--repeats", "2",
+                            "--variants", "eager,fuse,compile", "--out", os.path.join(d, "ra")],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        table = open(os.path.join(d, "ra", "table.md")).read() if os.path.exists(
+            os.path.join(d, "ra", "table.md")) else ""
+        check(r.returncode == 0 and "promise: kept" in table, "run-all kept", r.stdout[-500:])
+        row = [line for line in table.splitlines() if line.startswith("| gpt2-1x32 | fuse |")]
+        cells = row[0].split(" | ") if row else []
+        check(len(cells) == 9 and cells[2].startswith("8.") and cells[4].startswith("1.2") and
+              cells[7] == "equal" and "30 of 100 launches fused away" in cells[8],
+              "run-all row", table)
+        env["RUNALL_FAKE_BAD"] = "1"   # observe's checksum differs, and observe is slower
+        r = subprocess.run([py, runall, "--fake", "--programs", "gpt2-1x32", "--repeats", "2",
+                            "--variants", "eager,observe", "--out", os.path.join(d, "rb")],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        check(r.returncode == 1 and "observe: checksum differs from eager's" in r.stdout and
+              "| DIFFERS |" in r.stdout, "run-all broken", r.stdout[-800:])
     print("selftest: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
