@@ -15,7 +15,7 @@ static const struct {
     const char *any[6];   /* any of these substrings */
 } tcf_family_rules[] = {
     { TCF_FAM_GEMM, 1, { "gemm", "cutlass", "xmma", "nvjet", "cublas" } },
-    { TCF_FAM_ATTENTION, 1, { "flash", "fmha", "attention", "efficient" } },
+    { TCF_FAM_ATTENTION, 1, { "flash", "fmha", "attention", "efficient", "cudnn" } },
     { TCF_FAM_COPY, 0, { "copy_kernel" } },
     { TCF_FAM_CAT, 0, { "CatArray" } },
     { TCF_FAM_FOREACH, 0, { "multi_tensor_apply", "foreach" } },
@@ -23,7 +23,8 @@ static const struct {
     { TCF_FAM_SOFTMAX, 1, { "softmax" } },
     { TCF_FAM_NORM, 0, { "layer_norm", "LayerNorm", "rms_norm", "RowwiseMoments", "batch_norm" } },
     { TCF_FAM_RNG, 1, { "distribution", "philox", "curand", "fused_dropout" } },
-    { TCF_FAM_INDEX, 1, { "index", "embedding", "gather", "scatter" } },
+    /* cub's sorts and scans: the deterministic embedding backward sorts its indices */
+    { TCF_FAM_INDEX, 1, { "index", "embedding", "gather", "scatter", "radix_sort", "cub6detail" } },
     { TCF_FAM_ELEMENTWISE, 0, { "vectorized_elementwise_kernel", "unrolled_elementwise_kernel" } },
     { TCF_FAM_STRIDED, 0, { "elementwise_kernel" } },
 };

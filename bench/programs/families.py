@@ -8,13 +8,13 @@ RMSNorm's mean is a reduce_kernel)."""
 import re
 
 FAMILIES = [
-    "gemm", "attention", "elementwise-contiguous", "elementwise-strided", "copy-cast",
+    "gemm", "attention", "elementwise", "elementwise-strided", "copy-cast",
     "cat", "reduce", "softmax", "norm", "foreach", "index-embedding", "rng", "other",
 ]
 
 _RULES = [
     ("gemm", re.compile(r"gemm|cutlass|xmma|nvjet|cublas", re.I)),
-    ("attention", re.compile(r"flash|fmha|attention|pytorch_flash|efficient", re.I)),
+    ("attention", re.compile(r"flash|fmha|attention|efficient|cudnn", re.I)),
     ("copy-cast", re.compile(r"copy_kernel")),  # the copy lambdas: direct_, bfloat16_, float16_copy_kernel_cuda
     ("cat", re.compile(r"CatArray", re.I)),
     ("foreach", re.compile(r"multi_tensor_apply|foreach", re.I)),
@@ -22,8 +22,8 @@ _RULES = [
     ("softmax", re.compile(r"softmax", re.I)),
     ("norm", re.compile(r"layer_norm|LayerNorm|rms_norm|RowwiseMoments|batch_norm", re.I)),
     ("rng", re.compile(r"distribution|philox|curand|fused_dropout", re.I)),
-    ("index-embedding", re.compile(r"index|embedding|gather|scatter", re.I)),
-    ("elementwise-contiguous", re.compile(r"vectorized_elementwise_kernel|unrolled_elementwise_kernel")),
+    ("index-embedding", re.compile(r"index|embedding|gather|scatter|radix_sort|cub6detail", re.I)),
+    ("elementwise", re.compile(r"vectorized_elementwise_kernel|unrolled_elementwise_kernel")),
     ("elementwise-strided", re.compile(r"elementwise_kernel")),
 ]
 

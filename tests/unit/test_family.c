@@ -38,6 +38,12 @@ static const struct { const char *name; tcf_family_t want; } cases[] = {
     { "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PliiilllS3_b", TCF_FAM_INDEX },
     { "_ZN2at6native54_GLOBAL__N__d8ceb000_21_DistributionNormal_cu_0c5b6e8543distribution_elementwise_grid_stride_kernelIfLi4E",
       TCF_FAM_RNG },
+    { "_ZN5cudnn6fusion28compute_dot_do_o_specializedILb1ELi64EEEvPKvS3_PvS4_jjjjjjjjjjjjjjjjjfS3_S3_S3_S3_S3_bS3_S4_S3_iiiiiiiii",
+      TCF_FAM_ATTENTION },   /* SDPA's cuDNN backward */
+    { "_ZN14at_cuda_detail3cub6detail10radix_sort29DeviceRadixSortOnesweepKernelINS1_5radix10policy_hubIlN2at4cuda3cub6detail10OpaqueTypeILi8EEEyE10Policy100",
+      TCF_FAM_INDEX },       /* the embedding backward's index sort */
+    { "_ZN2at6native39_GLOBAL__N__5cd812b1_7_Loss_cu_5b0651e138nll_loss_forward_reduce_cuda_kernel_2dIfflEEvPT_S4_PKS3_PKT1_S6_bllll",
+      TCF_FAM_OTHER },
     { "some_kernel_nobody_knows", TCF_FAM_OTHER },
     { "", TCF_FAM_OTHER },
 };
