@@ -178,7 +178,8 @@ void tcf_stats_print(void)
     for (uint32_t i = 0, n = tcf_kernel_count(); i < n; i++) {
         tcf_kernel_t *k = tcf_kernel_at(i);
         if (k && k->family < TCF_FAM_COUNT)
-            fam[k->family] += atomic_load_explicit(&k->launches, memory_order_relaxed);
+            fam[k->family] += atomic_load_explicit(&k->launches, memory_order_relaxed) +
+                              atomic_load_explicit(&k->decoded, memory_order_relaxed);
     }
     len = 0;
     for (int done = 0; done < TCF_FAM_COUNT; done++) {   /* most launches first */

@@ -113,8 +113,7 @@ static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint
     w->nlaunch++;
     w->ndec++;
     atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->decoded, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->decoded, 1, memory_order_relaxed);  /* counts as a launch */
     return e;
 }
 

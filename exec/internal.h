@@ -93,7 +93,30 @@ static inline uint64_t tcf_fuse_start_sig(const tcf_kernel_t *k)
     return k->id;  /* ids count from 1: never 0 */
 }
 void tcf_fuse_start_add(uint64_t sig);
-int tcf_fuse_start_has(uint64_t sig);
+
+/* The set (starts.c): nonzero words, open addressing, never removed. Its lookup is inline:
+ * it runs on every decoded launch. */
+#define TCF_STARTS 4096
+#define TCF_STARTS_PROBE 16
+extern atomic_ullong tcf_starts[TCF_STARTS];
+
+static inline unsigned tcf_start_slot(uint64_t sig)
+{
+    return (unsigned)((sig * 0x9E3779B97F4A7C15ull) >> 52) & (TCF_STARTS - 1);
+}
+
+static inline int tcf_fuse_start_has(uint64_t sig)
+{
+    unsigned i = tcf_start_slot(sig);
+    for (int p = 0; p < TCF_STARTS_PROBE; p++, i = (i + 1) & (TCF_STARTS - 1)) {
+        uint64_t v = atomic_load_explicit(&tcf_starts[i], memory_order_relaxed);
+        if (v == sig)
+            return 1;
+        if (!v)
+            return 0;
+    }
+    return 0;
+}
 
 /* --- the worker (worker.c) ----------------------------------------------------------- */
 /* Starts the worker, which opens NVRTC and the disk cache at once. 0, or -1 when no

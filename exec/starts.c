@@ -7,27 +7,7 @@
  * (tcf_fuse_start_sig). A set of nonzero words, open addressing, read
  * without a lock on every decoded launch; entries are never removed. Full (or past a
  * short probe): no new starts, so those chains keep running as issued. */
-#define TCF_STARTS 4096
-#define TCF_STARTS_PROBE 16
-static atomic_ullong tcf_starts[TCF_STARTS];
-
-static inline unsigned tcf_start_slot(uint64_t sig)
-{
-    return (unsigned)((sig * 0x9E3779B97F4A7C15ull) >> 52) & (TCF_STARTS - 1);
-}
-
-int tcf_fuse_start_has(uint64_t sig)
-{
-    unsigned i = tcf_start_slot(sig);
-    for (int p = 0; p < TCF_STARTS_PROBE; p++, i = (i + 1) & (TCF_STARTS - 1)) {
-        uint64_t v = atomic_load_explicit(&tcf_starts[i], memory_order_relaxed);
-        if (v == sig)
-            return 1;
-        if (!v)
-            return 0;
-    }
-    return 0;
-}
+atomic_ullong tcf_starts[TCF_STARTS];
 
 void tcf_fuse_start_add(uint64_t sig)
 {

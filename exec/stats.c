@@ -32,13 +32,13 @@ static void tcf_exec_families_print(void)
         tcf_kernel_t *k = tcf_kernel_at(i);
         if (!k || k->family >= TCF_FAM_COUNT)
             continue;
-        unsigned long long l = atomic_load_explicit(&k->launches, memory_order_relaxed),
+        unsigned long long left = atomic_load_explicit(&k->launches, memory_order_relaxed),
                            d = atomic_load_explicit(&k->decoded, memory_order_relaxed);
-        f[k->family].launches += l;
+        f[k->family].launches += left + d;
         f[k->family].decoded += d;
         f[k->family].fused += atomic_load_explicit(&k->fused, memory_order_relaxed);
-        if (l > d && k->refusal < TCF_DECODE_NSTATUS)
-            f[k->family].why[k->refusal] += l - d;
+        if (left && k->refusal < TCF_DECODE_NSTATUS)
+            f[k->family].why[k->refusal] += left;
     }
     tcf_out("  by family     launches   decoded     fused  most left alone by");
     for (int done = 0; done < TCF_FAM_COUNT; done++) {

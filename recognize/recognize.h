@@ -47,8 +47,9 @@ typedef struct {
     /* For the summary at exit, by family (relaxed counters). */
     uint8_t       family;     /* tcf_family_t of its name */
     uint8_t       refusal;    /* exec: why its launches are not decoded (tcf_decode_status_t) */
-    atomic_ullong launches;   /* launches seen */
-    atomic_ullong decoded;    /* exec: launches decoded into ops (held or issued and kept) */
+    atomic_ullong launches;   /* launches recorded by capture (all but those below) */
+    atomic_ullong decoded;    /* exec: launches decoded into ops (held or issued and kept),
+                               * recorded by exec instead: the kernel's total is the sum */
     atomic_ullong fused;      /* exec: launches replaced by a generated kernel */
 } tcf_kernel_t;
 
