@@ -14,7 +14,21 @@
 _Atomic int tcf_interpose_mode = TCF_MODE_OFF;
 
 static pthread_once_t tcf_once = PTHREAD_ONCE_INIT;
-extern int tcf_interpose_set_alloc_conf;
+extern int tcf_interpose_set_alloc_conf;  /* 1 set, -1 not set because c10 was mapped */
+
+/* A program linked against libc10_cuda (libtorch from C++) has it mapped before any
+ * constructor runs, and c10 parses the variable in its own static initializer as well as
+ * at the first allocation: a backend set between the two fails c10's check that both
+ * parses agree (an INTERNAL ASSERT that aborts the program). So the variable is only set
+ * when c10 is not loaded yet, as in Python, where `import torch` comes later. */
+static int tcf_c10_cuda_mapped(void)
+{
+    void *h = dlopen("libc10_cuda.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    dlclose(h);
+    return 1;
+}
 static void *tcf_libcuda;
 
 void *tcf_interpose_libcuda(void)
@@ -30,8 +44,12 @@ static void tcf_at_exit(void)
     tcf_interpose_stats_t *s = &tcf_interpose_stats;
     if (tcf_cfg.mode == TCF_MODE_FUSE)
         tcf_out("  allocator     PYTORCH_CUDA_ALLOC_CONF %s",
-                tcf_interpose_set_alloc_conf ? "set to backend:cudaMallocAsync by tcfuse"
-                                             : "left as the process had it");
+                tcf_interpose_set_alloc_conf > 0 ? "set to backend:cudaMallocAsync by tcfuse"
+                : tcf_interpose_set_alloc_conf < 0
+                    ? "left unset: libc10_cuda was loaded before tcfuse started (a program "
+                      "linked against libtorch); set it before the program starts for "
+                      "visible frees"
+                    : "left as the process had it");
     tcf_out("  hooks         %llu lookups: %llu wrapped, %llu known boundaries, %llu unknown "
             "(boundaries), %llu queries passed, %llu unseen",
             atomic_load(&s->lookups), atomic_load(&s->wrapped), atomic_load(&s->gated),
@@ -102,8 +120,13 @@ __attribute__((constructor)) static void tcf_alloc_conf_setup(void)
         return;
     if (a && tcf_parse_bool(a, &on) == 0 && !on)
         return;
-    if (!getenv("PYTORCH_CUDA_ALLOC_CONF") &&
-        setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0) == 0)
+    if (getenv("PYTORCH_CUDA_ALLOC_CONF"))
+        return;
+    if (tcf_c10_cuda_mapped()) {
+        tcf_interpose_set_alloc_conf = -1;
+        return;
+    }
+    if (setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0) == 0)
         tcf_interpose_set_alloc_conf = 1;
 }
 

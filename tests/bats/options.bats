@@ -133,3 +133,24 @@ CASES
     expect_line "$T/v0s.err" '^tcfuse: stats: mode observe'
     ! grep -q 'TCFUSE_WINDOW_MAX' "$T/v0s.err"
 }
+
+# TCFUSE_SET_ALLOCATOR: fuse mode sets PYTORCH_CUDA_ALLOC_CONF for a process that will load
+# PyTorch later (Python), never one that has libc10_cuda mapped already (a C++ program linked
+# against libtorch: c10 parsed the variable at load, and a backend that changes between its
+# two parses aborts it), never an explicit setting, never with the option off.
+@test "set_allocator: set for Python's case, left alone when c10 is loaded, explicit or off" {
+    local d="$BATS_TEST_TMPDIR/c10" show='echo "${PYTORCH_CUDA_ALLOC_CONF-unset}"'
+    mkdir -p "$d"
+    echo 'int tcf_test_c10_marker;' >"$d/c10.c"
+    cc -shared -fPIC -Wl,-soname,libc10_cuda.so -o "$d/libc10_cuda.so" "$d/c10.c"
+    run env -u PYTORCH_CUDA_ALLOC_CONF TCFUSE_MODE=fuse LD_PRELOAD="$LIB" sh -c "$show"
+    [ "$output" = "backend:cudaMallocAsync" ]
+    run env -u PYTORCH_CUDA_ALLOC_CONF TCFUSE_MODE=fuse LD_PRELOAD="$d/libc10_cuda.so $LIB" sh -c "$show"
+    [ "$output" = "unset" ]
+    run env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True TCFUSE_MODE=fuse LD_PRELOAD="$LIB" sh -c "$show"
+    [ "$output" = "expandable_segments:True" ]
+    run env -u PYTORCH_CUDA_ALLOC_CONF TCFUSE_MODE=fuse TCFUSE_SET_ALLOCATOR=0 LD_PRELOAD="$LIB" sh -c "$show"
+    [ "$output" = "unset" ]
+    run env -u PYTORCH_CUDA_ALLOC_CONF TCFUSE_MODE=observe LD_PRELOAD="$LIB" sh -c "$show"
+    [ "$output" = "unset" ]
+}
