@@ -204,6 +204,57 @@ def main():
                            universal_newlines=True)
         check(r.returncode == 1 and "observe: checksum differs from eager's" in r.stdout and
               "| DIFFERS |" in r.stdout, "run-all broken", r.stdout[-800:])
+        del env["RUNALL_FAKE_BAD"]
+
+        def ra(*argv):
+            p = subprocess.run([py, runall] + list(argv), env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, universal_newlines=True)
+            return p.returncode, p.stdout
+
+        def rows(out):
+            return [line.split(" | ") for line in out.splitlines() if line.startswith("| ")]
+
+        # Any other variant name is a tcfuse mode, passed as TCFUSE_MODE, with its own cold
+        # run; compile applies to the Python PyTorch programs alone; a mode the library does
+        # not have shows (its stats say which mode ran).
+        rc, out = ra("--fake", "--programs", "smallk,resnet50-b1", "--repeats", "2", "--variants",
+                         "eager,graph,compile,nosuchmode", "--out", os.path.join(d, "rg"))
+        got = {(c[0][2:], c[1]): c for c in rows(out)}
+        check(rc == 0 and ("smallk", "graph") in got and got[("smallk", "graph")][2].startswith("9.") and
+              ("smallk", "graph-cold") in got and ("smallk", "compile") not in got and
+              ("resnet50-b1", "compile") in got, "run-all generic modes", out[-1500:])
+        check("ran as observe" in got.get(("smallk", "nosuchmode"), [""] * 9)[7] and
+              "ran as" not in got.get(("smallk", "graph"), [""] * 9)[7], "run-all unknown mode", out[-1500:])
+        stats = open(os.path.join(d, "rg", "stats.txt")).read()
+        check("=== smallk graph\ntcfuse: stats: mode graph" in stats, "run-all stats.txt", stats[:400])
+        # Calls merged: --append to one folder, --merge of several; a repeat is all of a
+        # program's variants or none when the budget runs out.
+        ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,fuse",
+               "--out", os.path.join(d, "m1"))
+        ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,fuse",
+               "--out", os.path.join(d, "m1"), "--append")
+        ra("--fake", "--programs", "jax-mlp", "--repeats", "1", "--variants", "eager,fuse",
+               "--out", os.path.join(d, "m2"))
+        rc, out = ra("--merge", os.path.join(d, "m1"), os.path.join(d, "m2", "results.json"),
+                         "--out", os.path.join(d, "mm"))
+        res = json.load(open(os.path.join(d, "mm", "results.json")))
+        n_smallk_eager = sum(1 for r in res["results"] if r["program"] == "smallk" and r["variant"] == "eager")
+        check(rc == 0 and "(call 3 of 3)" in out and n_smallk_eager == 2 and
+              any(c[0] == "| jax-mlp" and c[1] == "fuse" for c in rows(out)), "run-all merge", out[-1200:])
+        # A tcfuse run that dies breaks the promise as a failure, whatever its checksum; one
+        # run of a variant gives no spread, so no verdict on its speed.
+        env["RUNALL_FAKE_CRASH"] = "1"
+        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,observe,fuse",
+                     "--out", os.path.join(d, "cr"))
+        del env["RUNALL_FAKE_CRASH"]
+        check(rc == 1 and "smallk fuse: 1 of 1 runs failed (exit 134)" in out and
+              "ERROR: what():  boom" in out and "speed not checked, one run of it or of eager: smallk observe" in out
+              and "observe: 0.9" not in out.split("promise:")[1], "run-all crash", out[-1200:])
+        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "3", "--variants", "eager,fuse",
+                         "--out", os.path.join(d, "bu"), "--budget", "0.000001")
+        res = json.load(open(os.path.join(d, "bu", "results.json")))["results"]
+        check(not [r for r in res if "repeat" in r] and "7 runs not started" in out,
+              "run-all budget", out[-800:])
     print("selftest: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
