@@ -12,6 +12,7 @@
  * a read after an op wrote it takes that op's value (eager would have loaded what it
  * stored); the last writer's value is stored. Elementwise, so in-place chains are exact. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,7 +22,8 @@
 /* Bump when the generated text's meaning changes: it is part of every cache key. */
 #define TCF_CODEGEN_VERSION 1
 
-_Static_assert(sizeof(tcf_fused_args_t) == 200, "the source's tcf_args assumes 200 bytes");
+_Static_assert(offsetof(tcf_fused_args_t, size) == TCF_FUSED_ARGS_FLAT &&
+               TCF_FUSED_ARGS_FLAT == 200, "the source's tcf_args assumes 200 bytes");
 _Static_assert(TCF_GROUP_MAX_BUFS == 16 && TCF_GROUP_MAX_SCALARS == 16,
                "the prelude's tcf_args spells out 16 buffers and 16 scalars");
 
@@ -59,8 +61,8 @@ static int tcf_codegen_check(const tcf_group_t *g, tcf_codegen_io_t *io)
 {
     if (!g || !g->nops || g->nops > TCF_GROUP_MAX_OPS || !g->nbufs ||
         g->nbufs > TCF_GROUP_MAX_BUFS || g->nscalars > TCF_GROUP_MAX_SCALARS ||
-        !g->vec || g->vec > 16 || (g->vec & (g->vec - 1)))
-        return -1;
+        !g->vec || g->vec > 16 || (g->vec & (g->vec - 1)) || g->ndim)
+        return -1;   /* N-d groups: not generated yet */
     for (unsigned b = 0; b < g->nbufs; b++) {
         if (!tcf_codegen_ctype(g->buf_dt[b]))
             return -1;

@@ -389,17 +389,13 @@ tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_k
     return TCF_DECODE_OK;
 }
 
-/* IntDivider<uint32_t>'s magic for d (IntegerDivider.cuh): a divisor whose m1 and shift are
+/* IntDivider<uint32_t>'s magic for d (tcf_int_divider): a divisor whose m1 and shift are
  * not these is no OffsetCalculator we understand (or a misread layout). */
 static int tcf_decode_divider_ok(uint32_t d, uint32_t m1, uint32_t shift)
 {
-    uint32_t sh = 0;
-    while (sh < 32 && (1ull << sh) < d)
-        sh++;
-    if (!d || sh >= 32)
-        return 0;
-    uint64_t want = ((1ull << 32) * ((1ull << sh) - d)) / d + 1;
-    return shift == sh && m1 == (uint32_t)want;
+    uint32_t want_m1, want_shift;
+    return tcf_int_divider(d, &want_m1, &want_shift) == 0 && shift == want_shift &&
+           m1 == want_m1;
 }
 
 /* The iteration space of a strided launch (op is filled but for it): dims, sizes, byte
