@@ -138,10 +138,6 @@ static void print_group(tcf_plan_state_t *s, unsigned gi, const tcf_fgroup_t *fg
                items[fg->items[k]].op.n, a[0], op->nin > 1 ? "," : "", op->nin > 1 ? a[1] : "",
                op->nin > 2 ? "," : "", op->nin > 2 ? a[2] : "", where(op->out_buf, o, sizeof o));
     }
-    if (g->ndim && tcf_codegen_source(g, s->src, sizeof s->src) < 0) {
-        printf("  source of group %u: none yet (N-d groups are not generated yet)\n", gi);
-        return;
-    }
     if (tcf_codegen_source(g, s->src, sizeof s->src) < 0) {
         printf("  source of group %u: error (malformed group)\n", gi);
         s->failed++;
