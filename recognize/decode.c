@@ -497,6 +497,40 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
     return TCF_DECODE_OK;
 }
 
+int tcf_decode_resize(uint8_t *p, uint32_t params_len, const tcf_op_t *op, uint32_t n,
+                      const uint32_t *sizes)
+{
+    int strided = op && (op->loop == TCF_LOOP_STRIDED || op->loop == TCF_LOOP_STRIDED_CAST);
+    uint64_t count = 1;
+    if (!p || !op || !n || n > 0x7fffffffu || params_len < 4 ||
+        (int32_t)tcf_decode_rd(p, 4) != (int32_t)op->n)
+        return -1;
+    if (strided) {   /* (int N @0, closure @8: OffsetCalculator {int dims; IntDivider[25]}) */
+        const uint8_t *oc = p + 8;
+        if (!sizes || !op->it.ndim || op->it.ndim > TCF_OP_MAX_DIMS ||
+            params_len < 8 + 4 + 12u * op->it.ndim || (int32_t)tcf_decode_rd(oc, 4) != op->it.ndim)
+            return -1;
+        for (unsigned d = 0; d < op->it.ndim; d++) {
+            uint32_t m1, shift;
+            if (!sizes[d] || sizes[d] > op->it.size[d] || tcf_int_divider(sizes[d], &m1, &shift))
+                return -1;
+            count *= sizes[d];
+        }
+        if (count != n)
+            return -1;
+        for (unsigned d = 0; d < op->it.ndim; d++) {
+            uint32_t div[3] = { sizes[d], 0, 0 };
+            tcf_int_divider(sizes[d], &div[1], &div[2]);
+            memcpy(p + 8 + 4 + 12 * d, div, sizeof div);
+        }
+    } else if (n > op->n) {
+        return -1;
+    }
+    int32_t nv = (int32_t)n;
+    memcpy(p, &nv, 4);
+    return 0;
+}
+
 tcf_decode_status_t tcf_decode_launch(const tcf_decode_launch_t *l, tcf_op_t *op)
 {
     tcf_decode_kernel_t dk;

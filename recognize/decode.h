@@ -82,6 +82,14 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
                                      uint32_t params_len, const uint32_t grid[3],
                                      const uint32_t block[3], tcf_op_t *op);
 
+/* Rewrites a decoded launch's copied parameter bytes for a smaller problem over the first
+ * corner of the same elements (verification, exec/verify.c): N becomes n and, for the
+ * strided loops, dim d's size sizes[d] (op->it.ndim entries, each at most the launch's,
+ * multiplying to n) with its IntDivider recomputed. Strides, pointers and the functor are
+ * left as they are. 0, or -1 when the bytes are not those of op's launch (no change). */
+int tcf_decode_resize(uint8_t *params, uint32_t params_len, const tcf_op_t *op, uint32_t n,
+                      const uint32_t *sizes);
+
 /* Static strings; "?" for out-of-range values. */
 const char *tcf_decode_reason(tcf_decode_status_t s);
 const char *tcf_decode_kind_name(tcf_op_kind_t k);
