@@ -170,6 +170,7 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
 typedef struct {
     atomic_ullong held, held_frees, flushes, groups_fused, launches_removed, stores_dropped,
                   bytes_avoided, fused_failed, held_failed, dropped_at_exit;
+    atomic_ullong groups_nd;               /* of groups_fused, those over an N-d space */
     atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from
                                             * a known start; plans of windows not held */
     atomic_ullong no_nvrtc;                /* launches not decoded: no NVRTC was found */

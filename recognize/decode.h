@@ -26,7 +26,6 @@
     X(BAD_ARGS,          "bad-arguments")     /* NULL name/op/arrays                */   \
     X(NOT_ELEMENTWISE,   "not-elementwise")   /* GEMM, softmax, norms, RNG, ...     */   \
     X(REDUCTION,         "reduction")         /* reduce_kernel: not fusable yet     */   \
-    X(NONCONTIGUOUS,     "noncontiguous")     /* strided/broadcast: not fused yet (exec) */ \
     X(BAD_NAME,          "unparsed-name")     /* an elementwise loop we cannot parse */   \
     X(UNKNOWN_FUNCTOR,   "unknown-functor")   /* loop parsed, no rule for the functor */  \
     X(UNSUPPORTED_DTYPE, "unsupported-dtype") /* double, integers, complex, ...     */   \
