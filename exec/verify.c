@@ -103,7 +103,7 @@ static int tcf_vproblem(const tcf_fjob_t *job, uint64_t target, tcf_vproblem_t *
                         size_t cap)
 {
     tcf_fuser_space(&job->g, &job->args, &p->sp);
-    p->n = tcf_fuser_verify_sizes(&p->sp, target, p->size);
+    p->n = tcf_fuser_verify_sizes(&p->sp, target, job->g.ndim ? job->g.vec : 1, p->size);
     for (uint32_t j = 0; j < job->norig; j++)
         if (tcf_fuser_op_sizes(&job->orig[j].op, &p->sp, p->size, p->opsize[j], &p->opn[j])) {
             snprintf(why, cap, "an original's dims are not the group's");
@@ -200,6 +200,17 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
     for (uint32_t j = 0; j < job->norig; j++) {
         tcf_orig_t o = job->orig[j];
         uint32_t from = tcf_words_from(&o.op);
+        /* Bytes between parameters are padding the kernel never reads, and hold whatever
+         * the caller's stack held: the strided loop's bytes 4..7, beside N, took the high
+         * half of a pointer on Llama and made word 0 look like an address the driver knew
+         * (verify_unable). Zero them. */
+        uint8_t used[TCF_PARAMS_MAX] = { 0 };
+        for (uint32_t q = 0; q < o.nparams; q++)
+            for (uint32_t b = o.off[q]; b < o.off[q] + o.size[q] && b < o.pbytes; b++)
+                used[b] = 1;
+        for (uint32_t b = 0; b < o.pbytes; b++)
+            if (!used[b])
+                o.params[b] = 0;
         /* Pointers sit in the data array; N is parameter 0 (int) in every loop decoded. */
         for (uint32_t at = from; at + 8 <= o.pbytes; at += 8) {
             uint64_t v;
@@ -290,15 +301,34 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
                  (int)lrc, (int)src);
         goto done;
     }
+    /* What each region's stores cover: the kernel's stored views, in the smaller problem. A
+     * region whose address another operand of the group used, further, is a block freed
+     * and handed out again (PyTorch's allocator puts a cast's output where the value it
+     * cast lived): past the stored views lies a dead buffer whose store the kernel dropped
+     * and the originals made, bytes nothing can read. Such a region is compared over its
+     * stored views only; any other over all of it, so that a stray store shows too. */
+    uint64_t cmp[TCF_MAX_ADDR] = { 0 };
+    for (uint8_t b = 0; b < job->g.nbufs; b++) {
+        uint64_t es = tcf_dtype_size(job->g.buf_dt[b]), bytes = p->n * es;
+        if (!stored[b])
+            continue;
+        if (job->g.ndim) {
+            bytes = es;
+            for (unsigned d = 0; d < job->g.ndim; d++)
+                bytes += (uint64_t)(p->size[d] - 1) * job->args.stride[b][d];
+        }
+        if (off[bi[b]] + bytes > cmp[bi[b]])
+            cmp[bi[b]] = off[bi[b]] + bytes;
+    }
     rc = 0;
     for (uint8_t b = 0; b < job->g.nbufs && rc == 0; b++) {
         if (!stored[b])
             continue;
-        /* the whole region, so that a store outside the operand's elements shows too */
         uint32_t i = bi[b];
+        uint64_t len = cmp[i] < off[i] + addr[i].bytes ? cmp[i] : rlen[i];
         size_t es = tcf_dtype_size(job->g.buf_dt[b]);
-        for (uint64_t c0 = 0; c0 < rlen[i] && rc == 0; c0 += TCF_VERIFY_CHUNK) {
-            size_t m = rlen[i] - c0 < TCF_VERIFY_CHUNK ? (size_t)(rlen[i] - c0) : TCF_VERIFY_CHUNK;
+        for (uint64_t c0 = 0; c0 < len && rc == 0; c0 += TCF_VERIFY_CHUNK) {
+            size_t m = len - c0 < TCF_VERIFY_CHUNK ? (size_t)(len - c0) : TCF_VERIFY_CHUNK;
             uint8_t *ha = host, *hb = host + TCF_VERIFY_CHUNK;
             if (tcf_drv.memcpy_dtoh_async(ha, base + rbase[i] + c0, m, s) ||
                 tcf_drv.memcpy_dtoh_async(hb, setB + rbase[i] + c0, m, s) ||

@@ -145,8 +145,11 @@ const char *tcf_fuser_reason_name(tcf_fuser_reason_t r);
 /* --- verification's smaller problem (exec/verify.c) ------------------------------------ */
 /* Sizes of sp at which to check a group with at most `target` elements (at least one):
  * outermost dims are cut first (to 1, then the one that reaches the target is cut to what
- * fits), inner dims keep their sizes. Fills newsize[0..sp->nd); returns their product. */
-uint64_t tcf_fuser_verify_sizes(const tcf_space_t *sp, uint64_t target, uint32_t *newsize);
+ * fits), inner dims keep their sizes. A cut of dim 0 keeps a multiple of align0 (the
+ * kernel's pack, which the planner made divide dim 0) when it can. Fills
+ * newsize[0..sp->nd); returns their product. */
+uint64_t tcf_fuser_verify_sizes(const tcf_space_t *sp, uint64_t target, unsigned align0,
+                                uint32_t *newsize);
 /* What op (one of the group whose space is sp) becomes when the group runs at newsize
  * (from tcf_fuser_verify_sizes): its element count (*opn) and, for a strided op, the size
  * of each of its op.it.ndim dims (opsize; dims of size 1 stay 1). Its strides do not

@@ -102,7 +102,8 @@ uint64_t tcf_space_maxoff(const tcf_space_t *sp, const uint32_t *st)
 
 /* --- verification's smaller problem (fuser.h) ----------------------------------------- */
 
-uint64_t tcf_fuser_verify_sizes(const tcf_space_t *sp, uint64_t target, uint32_t *newsize)
+uint64_t tcf_fuser_verify_sizes(const tcf_space_t *sp, uint64_t target, unsigned align0,
+                                uint32_t *newsize)
 {
     uint64_t below = 1, total;
     unsigned d;
@@ -119,6 +120,9 @@ uint64_t tcf_fuser_verify_sizes(const tcf_space_t *sp, uint64_t target, uint32_t
         if (below * sp->size[k] <= target)
             break;
         uint64_t keep = target / below;
+        /* a packed N-d kernel's chunks never cross a row of dim 0: keep its rows whole */
+        if (!k && align0 > 1 && keep >= align0 && sp->size[0] % align0 == 0)
+            keep -= keep % align0;
         newsize[k] = (uint32_t)(keep ? keep : 1);
         if (keep)
             break;

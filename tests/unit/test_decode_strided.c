@@ -234,7 +234,7 @@ TEST(resize_for_verification)
         CHECK_EQ_INT(tcf_fuser_single(&op, g), 0);
         tcf_fuser_space(&g->g, &g->args, &sp);
         CHECK(g->g.ndim >= 1 && sp.nd == g->g.ndim);
-        uint64_t total = tcf_fuser_verify_sizes(&sp, 1000, ns);
+        uint64_t total = tcf_fuser_verify_sizes(&sp, 1000, 1, ns);
         CHECK_EQ_INT(tcf_fuser_op_sizes(&op, &sp, ns, os, &on), 0);
         CHECK_EQ_U64(total, on);
         CHECK(on <= 1000 || on <= op.n / sp.size[sp.nd - 1]);

@@ -379,15 +379,23 @@ TEST(verify_shrink)
     uint32_t ns[TCF_OP_MAX_DIMS], os[TCF_OP_MAX_DIMS], on;
     tcf_space_t a = { 2, { 2048, 8192 } }, b = { 4, { 128, 16, 2048, 4 } }, c = { 1, { 7 } },
                 d = { 2, { 100000, 3 } };
-    CHECK_EQ_U64(tcf_fuser_verify_sizes(&a, 70001, ns), 2048 * 34);
+    CHECK_EQ_U64(tcf_fuser_verify_sizes(&a, 70001, 1, ns), 2048 * 34);
     CHECK(ns[0] == 2048 && ns[1] == 34);
-    CHECK_EQ_U64(tcf_fuser_verify_sizes(&b, 70001, ns), 128 * 16 * 34);
+    CHECK_EQ_U64(tcf_fuser_verify_sizes(&b, 70001, 1, ns), 128 * 16 * 34);
     CHECK(ns[0] == 128 && ns[1] == 16 && ns[2] == 34 && ns[3] == 1);
-    CHECK(tcf_fuser_verify_sizes(&c, 70001, ns) == 7 && ns[0] == 7);
-    CHECK(tcf_fuser_verify_sizes(&d, 70001, ns) == 70001 && ns[0] == 70001 && ns[1] == 1);
+    CHECK(tcf_fuser_verify_sizes(&c, 70001, 1, ns) == 7 && ns[0] == 7);
+    CHECK(tcf_fuser_verify_sizes(&d, 70001, 1, ns) == 70001 && ns[0] == 70001 && ns[1] == 1);
+    /* a packed kernel's dim 0, cut: whole packs (fuse_views' [307500] at vec 4 ran one past
+     * the cut) */
+    tcf_space_t e = { 1, { 307500 } };
+    CHECK(tcf_fuser_verify_sizes(&e, 70001, 4, ns) == 70000 && ns[0] == 70000);
+    CHECK(tcf_fuser_verify_sizes(&e, 70001, 1, ns) == 70001);
+    CHECK(tcf_fuser_verify_sizes(&d, 70001, 8, ns) == 70000);
+    tcf_space_t f = { 2, { 100001, 3 } };   /* not a multiple of the pack: no packs, as is */
+    CHECK(tcf_fuser_verify_sizes(&f, 70001, 4, ns) == 70001);
     /* ops over b: its own dims; a contiguous one; one whose dims are coarser, with a
      * dim of size 1 inside */
-    CHECK_EQ_U64(tcf_fuser_verify_sizes(&b, 70001, ns), 69632);
+    CHECK_EQ_U64(tcf_fuser_verify_sizes(&b, 70001, 1, ns), 69632);
     tcf_item_t s4 = SV(UN(EXP, MB(1), MB(0)), 4, L(128, 16, 2048, 4), L(L(4, 4), L(512, 512), L(8192, 8192), L(1u << 24, 1u << 24)));
     CHECK(tcf_fuser_op_sizes(&s4.op, &b, ns, os, &on) == 0 && on == 69632);
     CHECK(os[0] == 128 && os[1] == 16 && os[2] == 34 && os[3] == 1);
