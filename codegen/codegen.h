@@ -35,19 +35,36 @@ typedef struct {
     tcf_dtype_t   scalar_dt[2]; /* how each scalar's bits are held: F32, or T (F16/BF16) */
 } tcf_gop_t;
 
+/* ndim 0: every buffer is n contiguous elements from its address (the kernel indexes
+ * 1-D, 16-byte packs at vec > 1). ndim 1..TCF_OP_MAX_DIMS: the group iterates over an N-d
+ * space whose sizes (innermost first) and each buffer's byte strides over it are
+ * arguments (tcf_fused_args_t), so one kernel serves every shape of the same rank; each
+ * element's index is decomposed once, with PyTorch's IntDivider arithmetic. At vec > 1
+ * every buffer is contiguous along dim 0 (a pack of vec elements) or, for a buffer the
+ * kernel only loads, broadcast along it (bit b of bcast0: one element for the pack); the
+ * planner guarantees dim 0's size is a multiple of vec and every pack aligned. */
 typedef struct {
     uint8_t     nops, nbufs, nscalars;
     uint8_t     vec;                        /* elements per thread access; 1 = scalar code */
+    uint8_t     ndim;                       /* 0: contiguous; else the space's dims */
+    uint16_t    bcast0;                     /* ndim > 0, vec > 1: buffers with stride 0 on dim 0 */
     tcf_gop_t   ops[TCF_GROUP_MAX_OPS];
     tcf_dtype_t buf_dt[TCF_GROUP_MAX_BUFS]; /* element type of each buffer */
 } tcf_group_t;
 
-/* The generated kernel's one parameter, passed by value. Host and source agree on it. */
+/* The generated kernel's one parameter, passed by value. Host and source agree on it. A
+ * contiguous kernel (ndim 0) declares only the first 200 bytes (n, buf, s), and the driver
+ * copies what the kernel declares: its source is what it was before strided groups. */
 typedef struct {
     uint64_t n;                              /* elements */
     uint64_t buf[TCF_GROUP_MAX_BUFS];        /* device addresses */
     uint32_t s[TCF_GROUP_MAX_SCALARS];       /* scalar bits (float bits, or 16-bit T) */
+    /* ndim > 0: the space, innermost first, each size with its IntDivider (op.h) */
+    uint32_t size[TCF_OP_MAX_DIMS], m1[TCF_OP_MAX_DIMS], shift[TCF_OP_MAX_DIMS];
+    uint32_t stride[TCF_GROUP_MAX_BUFS][TCF_OP_MAX_DIMS];   /* bytes; every offset < 2^31 */
 } tcf_fused_args_t;
+
+#define TCF_FUSED_ARGS_FLAT 200   /* bytes of tcf_fused_args_t a contiguous kernel reads */
 
 #define TCF_FUSED_KERNEL "tcf_fused"
 #define TCF_FUSED_BLOCK 128

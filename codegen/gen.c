@@ -1,17 +1,25 @@
 /* codegen/gen.c: one CUDA C kernel for a group of elementwise ops (codegen.h).
  *
  * Shape of the source (everything depends on the group's structure only, never on an
- * address, a count or a scalar value, so the text is the disk cache's key):
+ * address, a count, a shape or a scalar value, so the text is the disk cache's key):
  *   a version line, the prelude (types, conversions: gen_math.c), one __forceinline__
  *   function per op (its functor, gen_math.c), tcf_elem (one element of the whole chain:
  *   each op's inputs converted as its kernel loaded them, its result converted to the
  *   dtype eager stored it in), and the kernel: a grid-stride loop over chunks of `vec`
  *   elements, 16-byte packs when the chunk is whole, element by element for the tail.
+ *   An N-d group's kernel (ndim > 0) decomposes each chunk's index over the space (its
+ *   sizes, dividers and every buffer's byte strides are arguments: one kernel for every
+ *   shape of a rank, so a model met at a new sequence length compiles nothing) and
+ *   addresses each buffer by its offset; its chunks never cross a row of dim 0. The
+ *   division is PyTorch's IntDivider arithmetic, a multiply-high and a shift per dim, the
+ *   outermost dim undivided: cheap beside the memory traffic the kernel waits on, where a
+ *   source per shape would compile and verify once per shape.
  *
  * Buffers: a buffer read before any op of the group writes it is loaded once per element;
  * a read after an op wrote it takes that op's value (eager would have loaded what it
  * stored); the last writer's value is stored. Elementwise, so in-place chains are exact. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,7 +29,10 @@
 /* Bump when the generated text's meaning changes: it is part of every cache key. */
 #define TCF_CODEGEN_VERSION 1
 
-_Static_assert(sizeof(tcf_fused_args_t) == 200, "the source's tcf_args assumes 200 bytes");
+_Static_assert(offsetof(tcf_fused_args_t, size) == TCF_FUSED_ARGS_FLAT &&
+               TCF_FUSED_ARGS_FLAT == 200 && sizeof(tcf_fused_args_t) == 808,
+               "the source's tcf_args assumes 200 bytes, tcf_args_nd 808");
+_Static_assert(TCF_OP_MAX_DIMS == 8, "tcf_args_nd spells out 8 dims");
 _Static_assert(TCF_GROUP_MAX_BUFS == 16 && TCF_GROUP_MAX_SCALARS == 16,
                "the prelude's tcf_args spells out 16 buffers and 16 scalars");
 
@@ -59,7 +70,7 @@ static int tcf_codegen_check(const tcf_group_t *g, tcf_codegen_io_t *io)
 {
     if (!g || !g->nops || g->nops > TCF_GROUP_MAX_OPS || !g->nbufs ||
         g->nbufs > TCF_GROUP_MAX_BUFS || g->nscalars > TCF_GROUP_MAX_SCALARS ||
-        !g->vec || g->vec > 16 || (g->vec & (g->vec - 1)))
+        !g->vec || g->vec > 16 || (g->vec & (g->vec - 1)) || g->ndim > TCF_OP_MAX_DIMS)
         return -1;
     for (unsigned b = 0; b < g->nbufs; b++) {
         if (!tcf_codegen_ctype(g->buf_dt[b]))
@@ -97,7 +108,17 @@ static int tcf_codegen_check(const tcf_group_t *g, tcf_codegen_io_t *io)
             io->writer[op->out_buf] = (int)k;
         }
     }
+    /* a buffer broadcast along dim 0 is loaded once for a whole pack: never stored */
+    for (unsigned b = 0; g->ndim && g->vec > 1 && b < TCF_GROUP_MAX_BUFS; b++)
+        if ((g->bcast0 >> b & 1) && (b >= g->nbufs || io->writer[b] >= 0))
+            return -1;
     return 0;
+}
+
+/* Broadcast along dim 0 in a packed N-d kernel (codegen.h): one element for the pack. */
+static int tcf_codegen_bcast(const tcf_group_t *g, unsigned b)
+{
+    return g->ndim && g->vec > 1 && (g->bcast0 >> b & 1);
 }
 
 /* The expression for op k's input i, as its functor takes it. */
@@ -247,6 +268,84 @@ static void tcf_codegen_kernel(tcf_codegen_sb_t *b, const tcf_group_t *g,
     tcf_codegen_put(b, "    }\n  }\n}\n");
 }
 
+/* The N-d kernel (g->ndim > 0): a grid-stride loop over chunks of vec elements; each
+ * chunk's index is decomposed once, innermost dim first, with PyTorch's IntDivider
+ * arithmetic (q = (umulhi(r, m1) + r) >> shift, exact for r < 2^31); the outermost dim
+ * takes the quotient left, undivided. Each buffer's offset is the sum of its byte strides
+ * times the indices, 32-bit (the planner keeps every offset under 2^31). At vec > 1 the
+ * chunk lies within one row of dim 0 (its size is a multiple of vec). */
+static void tcf_codegen_kernel_nd(tcf_codegen_sb_t *b, const tcf_group_t *g,
+                                  const tcf_codegen_io_t *io)
+{
+    unsigned v = g->vec, nd = g->ndim;
+    tcf_codegen_put(b, "extern \"C\" __global__ void __launch_bounds__(%d) %s(tcf_args_nd a) {\n",
+                    TCF_FUSED_BLOCK, TCF_FUSED_KERNEL);
+    for (unsigned u = 0; u < g->nbufs; u++)
+        if (io->loaded[u] || io->writer[u] >= 0)
+            tcf_codegen_put(b, "  %schar *const B%u = (%schar *)a.c.buf[%u];\n",
+                            io->writer[u] >= 0 ? "" : "const ", u,
+                            io->writer[u] >= 0 ? "" : "const ", u);
+    tcf_codegen_put(b, "  const unsigned n = (unsigned)a.c.n;\n"
+                    "  const unsigned step = gridDim.x * %uu;\n"
+                    "  for (unsigned i = (blockIdx.x * %du + threadIdx.x) * %uu; i < n; i += step) {\n"
+                    "    unsigned r = i;\n", TCF_FUSED_BLOCK * v, TCF_FUSED_BLOCK, v);
+    for (unsigned u = 0; u < g->nbufs; u++)
+        if (io->loaded[u] || io->writer[u] >= 0)
+            tcf_codegen_put(b, "    unsigned o%u = 0u;\n", u);
+    for (unsigned d = 0; d < nd; d++) {
+        if (d + 1 < nd)
+            tcf_codegen_put(b, "    { const unsigned q = (__umulhi(r, a.m1[%u]) + r) >> a.shift[%u];\n"
+                            "      const unsigned x = r - q * a.size[%u];\n", d, d, d);
+        else
+            tcf_codegen_put(b, "    { const unsigned x = r;\n");
+        for (unsigned u = 0; u < g->nbufs; u++)
+            if (io->loaded[u] || io->writer[u] >= 0)
+                tcf_codegen_put(b, "      o%u += x * a.st[%u][%u];\n", u, u, d);
+        tcf_codegen_put(b, d + 1 < nd ? "      r = q; }\n" : "    }\n");
+    }
+    if (v == 1) {
+        tcf_codegen_put(b, "    tcf_elem(a.c");
+        for (unsigned u = 0; u < g->nbufs; u++) {
+            const char *ct = tcf_codegen_ctype(g->buf_dt[u]);
+            if (io->loaded[u])
+                tcf_codegen_put(b, ", *(const %s *)(B%u + o%u)", ct, u, u);
+            if (io->writer[u] >= 0)
+                tcf_codegen_put(b, ", *(%s *)(B%u + o%u)", ct, u, u);
+        }
+        tcf_codegen_put(b, ");\n  }\n}\n");
+        return;
+    }
+    for (unsigned u = 0; u < g->nbufs; u++) {
+        unsigned al = tcf_dtype_size(g->buf_dt[u]) * v;
+        const char *ct = tcf_codegen_ctype(g->buf_dt[u]);
+        al = al > 16 ? 16 : al;
+        if (io->loaded[u] && tcf_codegen_bcast(g, u))
+            tcf_codegen_put(b, "    const %s S%u = *(const %s *)(B%u + o%u);\n", ct, u, ct, u, u);
+        else if (io->loaded[u])
+            tcf_codegen_put(b, "    const tcf_pack<%s, %u, %u> L%u = "
+                            "*(const tcf_pack<%s, %u, %u> *)(B%u + o%u);\n",
+                            ct, v, al, u, ct, v, al, u, u);
+        if (io->writer[u] >= 0)
+            tcf_codegen_put(b, "    tcf_pack<%s, %u, %u> P%u;\n", ct, v, al, u);
+    }
+    tcf_codegen_put(b, "#pragma unroll\n    for (int j = 0; j < %u; j++)\n      tcf_elem(a.c", v);
+    for (unsigned u = 0; u < g->nbufs; u++) {
+        if (io->loaded[u])
+            tcf_codegen_put(b, tcf_codegen_bcast(g, u) ? ", S%u" : ", L%u.v[j]", u);
+        if (io->writer[u] >= 0)
+            tcf_codegen_put(b, ", P%u.v[j]", u);
+    }
+    tcf_codegen_put(b, ");\n");
+    for (unsigned u = 0; u < g->nbufs; u++) {
+        unsigned al = tcf_dtype_size(g->buf_dt[u]) * v;
+        al = al > 16 ? 16 : al;
+        if (io->writer[u] >= 0)
+            tcf_codegen_put(b, "    *(tcf_pack<%s, %u, %u> *)(B%u + o%u) = P%u;\n",
+                            tcf_codegen_ctype(g->buf_dt[u]), v, al, u, u, u);
+    }
+    tcf_codegen_put(b, "  }\n}\n");
+}
+
 int tcf_codegen_source(const tcf_group_t *g, char *buf, size_t cap)
 {
     tcf_codegen_io_t io;
@@ -254,8 +353,17 @@ int tcf_codegen_source(const tcf_group_t *g, char *buf, size_t cap)
     if (!buf || !cap || tcf_codegen_check(g, &io))
         return -1;
     buf[0] = '\0';
-    tcf_codegen_put(&b, "/* tcfuse codegen %d: %u ops, vec %u */\n%s", TCF_CODEGEN_VERSION,
-                    g->nops, g->vec, tcf_codegen_prelude());
+    /* A contiguous group's text is what it was before N-d groups (its cached kernels and
+     * verdicts stay valid); an N-d one says its rank and takes the longer arguments. */
+    if (!g->ndim)
+        tcf_codegen_put(&b, "/* tcfuse codegen %d: %u ops, vec %u */\n%s", TCF_CODEGEN_VERSION,
+                        g->nops, g->vec, tcf_codegen_prelude());
+    else
+        tcf_codegen_put(&b, "/* tcfuse codegen %d: %u ops, vec %u, %u dims */\n%s"
+                        "struct tcf_args_nd { tcf_args c; unsigned int size[8], m1[8], shift[8]; "
+                        "unsigned int st[16][8]; };\n"
+                        "static_assert(sizeof(tcf_args_nd) == 808, \"tcf_fused_args_t layout\");\n",
+                        TCF_CODEGEN_VERSION, g->nops, g->vec, g->ndim, tcf_codegen_prelude());
     for (unsigned k = 0; k < g->nops && !b.bad; k++) {
         int n = tcf_codegen_op_func(b.p + b.len, b.cap - b.len, &g->ops[k], k);
         if (n < 0)
@@ -264,7 +372,10 @@ int tcf_codegen_source(const tcf_group_t *g, char *buf, size_t cap)
             b.len += (size_t)n;
     }
     tcf_codegen_elem(&b, g, &io);
-    tcf_codegen_kernel(&b, g, &io);
+    if (g->ndim)
+        tcf_codegen_kernel_nd(&b, g, &io);
+    else
+        tcf_codegen_kernel(&b, g, &io);
     if (b.bad || b.len > 0x7fffffff)
         return -1;
     return (int)b.len;

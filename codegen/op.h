@@ -67,6 +67,21 @@ typedef struct {
     uint32_t stride[4][TCF_OP_MAX_DIMS];   /* bytes; [0] the output, [1 + i] in[i] */
 } tcf_iter_t;
 
+/* PyTorch's IntDivider<uint32_t> for d (aten/src/ATen/cuda/detail/IntegerDivider.cuh): the
+ * smallest shift with 2^shift >= d and m1 = 2^32 (2^shift - d) / d + 1, so that for
+ * n < 2^31, n / d == (umulhi(n, m1) + n) >> shift. Decoding checks a launch's dividers
+ * against it; generated kernels and verification's smaller problems compute theirs with
+ * it. 0, or -1 for d == 0 or d > 2^31. */
+static inline int tcf_int_divider(uint32_t d, uint32_t *m1, uint32_t *shift)
+{
+    if (!d || d > 0x80000000u)
+        return -1;
+    uint32_t sh = d == 1 ? 0 : 32 - (uint32_t)__builtin_clz(d - 1);   /* ceil(log2 d) */
+    *m1 = (uint32_t)(((1ull << 32) * ((1ull << sh) - d)) / d + 1);
+    *shift = sh;
+    return 0;
+}
+
 enum { TCF_SARG_NONE = 0, TCF_SARG_SELF, TCF_SARG_OTHER, TCF_SARG_A, TCF_SARG_B };
 /* mode: CMP_SCALAR values 0-3 are PyTorch's OpType (CompareKernels.cu), 4-5 EqOpType + 4. */
 enum { TCF_CMP_GE = 0, TCF_CMP_GT, TCF_CMP_LE, TCF_CMP_LT, TCF_CMP_EQ, TCF_CMP_NE };

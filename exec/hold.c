@@ -70,13 +70,7 @@ static int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
         tcf_decode_launch_t dl = { .name = k->name, .nparams = k->nparams, .off = k->off,
                                    .size = k->size };
         ds = tcf_decode_kernel(&dl, &k->dk);
-        /* The strided loops decode (coverage tables show them) but planning and code
-         * generation do not handle their iteration spaces yet: not held, not learned. */
-        if (ds == TCF_DECODE_OK &&
-            (k->dk.loop == TCF_LOOP_STRIDED || k->dk.loop == TCF_LOOP_STRIDED_CAST))
-            ds = TCF_DECODE_NONCONTIGUOUS;
-        else if (ds == TCF_DECODE_OK && (k->param_bytes > sizeof ((tcf_orig_t *)0)->params ||
-                                         k->nparams > 8))
+        if (ds == TCF_DECODE_OK && (k->param_bytes > TCF_PARAMS_MAX || k->nparams > 8))
             ds = TCF_DECODE_BAD_LAYOUT;   /* more than a job keeps of an original */
     }
     if (ds != TCF_DECODE_OK)
@@ -137,7 +131,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
         tcf_flush_held(NULL, "other-work");
         return 0;
     }
-    uint8_t buf[512];
+    uint8_t buf[TCF_PARAMS_MAX];
     memset(buf, 0, k->param_bytes);
     for (uint32_t i = 0; i < k->nparams; i++)
         if (params[i])

@@ -26,13 +26,18 @@
 #include "recognize/recognize.h"
 
 /* --- jobs: what the worker needs to make and check one group's kernel ---------------- */
+/* Parameter bytes kept of a decoded launch: the contiguous loops take up to 64, the
+ * strided one 8 + the closure (536, 648, 656 and 752 bytes recorded: its OffsetCalculator
+ * alone is 304 + 100 NT). */
+#define TCF_PARAMS_MAX 1024
+
 /* One launch a group replaces, kept so that the worker can re-run it on scratch memory. */
 typedef struct {
     CUfunction f;
     uint32_t   grid[3], block[3], smem;
     uint32_t   nparams, pbytes;
     uint32_t   off[8], size[8];   /* PyTorch's elementwise loops have at most 7 parameters */
-    uint8_t    params[512];
+    uint8_t    params[TCF_PARAMS_MAX];
     tcf_op_t   op;
 } tcf_orig_t;
 
@@ -165,6 +170,7 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
 typedef struct {
     atomic_ullong held, held_frees, flushes, groups_fused, launches_removed, stores_dropped,
                   bytes_avoided, fused_failed, held_failed, dropped_at_exit;
+    atomic_ullong groups_nd;               /* of groups_fused, those over an N-d space */
     atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from
                                             * a known start; plans of windows not held */
     atomic_ullong no_nvrtc;                /* launches not decoded: no NVRTC was found */

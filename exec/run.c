@@ -149,6 +149,8 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
                         atomic_fetch_add_explicit(&w->ev[from + G->items[j]].u.l.k->fused, 1,
                                                   memory_order_relaxed);
                     atomic_fetch_add(&tcf_xctr.groups_fused, 1);
+                    if (G->g.ndim)
+                        atomic_fetch_add(&tcf_xctr.groups_nd, 1);
                     atomic_fetch_add(&tcf_xctr.launches_removed, G->nitems - 1u);
                     atomic_fetch_add(&tcf_xctr.stores_dropped, G->stores_dropped);
                     atomic_fetch_add(&tcf_xctr.bytes_avoided, G->bytes_avoided);

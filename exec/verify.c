@@ -20,43 +20,96 @@ static uint64_t tcf_rand(uint64_t *s)
     return *s;
 }
 
-static void tcf_fill(uint8_t *p, tcf_dtype_t dt, uint32_t n, uint64_t seed)
+/* Elements [from, from + n) of an operand's edge-value fill into p. The fill is a function
+ * of the element's index, the operand's seed and, for float and bool, a random stream:
+ * *state carries it from one chunk to the next (start it at tcf_fill_state(seed)). */
+static uint64_t tcf_fill_state(uint64_t seed) { return seed * 0x9E3779B97F4A7C15ull + 1; }
+
+static void tcf_fill(uint8_t *p, tcf_dtype_t dt, uint64_t from, uint64_t n, uint64_t seed,
+                     uint64_t *state)
 {
     static const uint32_t f32_special[] = {
         0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001, 0x7fa00000,
         0x00000001, 0x80000001, 0x007fffff, 0x00800000, 0x7f7fffff, 0xff7fffff, 0x3f800000,
         0xbf800000, 0x42b20000, 0xc2b20000, 0x41200000, 0x3effffff, 0x33800000 };
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint64_t j = 0; j < n; j++) {
+        uint64_t i = from + j;
         if (dt == TCF_DT_F32) {
             uint32_t v;
             if (i < sizeof f32_special / sizeof *f32_special)
                 v = f32_special[i];
             else if (i % 3 == 0)
-                v = (uint32_t)tcf_rand(&s);  /* any bits at all */
+                v = (uint32_t)tcf_rand(state);  /* any bits at all */
             else  /* ordinary magnitudes, where most values live */
-                v = (uint32_t)(0x3c000000u + (tcf_rand(&s) % 0x0b000000u)) | (uint32_t)(i & 1) << 31;
-            memcpy(p + 4 * (size_t)i, &v, 4);
+                v = (uint32_t)(0x3c000000u + (tcf_rand(state) % 0x0b000000u)) | (uint32_t)(i & 1) << 31;
+            memcpy(p + 4 * j, &v, 4);
         } else if (dt == TCF_DT_BOOL) {
-            p[i] = (uint8_t)(tcf_rand(&s) & 1);
+            p[j] = (uint8_t)(tcf_rand(state) & 1);
         } else {
             uint16_t v = (uint16_t)(i + seed * 7919u);  /* every pattern, offset per buffer */
-            memcpy(p + 2 * (size_t)i, &v, 2);
+            memcpy(p + 2 * j, &v, 2);
         }
     }
 }
 
-typedef struct { uint64_t addr; tcf_dtype_t dt; } tcf_vaddr_t;
+/* Host memory verification moves scratch through, whatever the operands' extents. */
+#define TCF_VERIFY_CHUNK ((size_t)4 << 20)
 
-static int tcf_addr_index(tcf_vaddr_t *a, uint32_t *na, uint64_t addr, tcf_dtype_t dt)
+/* One operand address of the job's originals: its dtype as first seen and the bytes its
+ * views span at the smaller problem (the largest offset plus the element). */
+typedef struct { uint64_t addr; tcf_dtype_t dt; uint64_t bytes; } tcf_vaddr_t;
+
+static int tcf_addr_index(tcf_vaddr_t *a, uint32_t *na, uint64_t addr, tcf_dtype_t dt,
+                          uint64_t bytes)
 {
     for (uint32_t i = 0; i < *na; i++)
-        if (a[i].addr == addr)
+        if (a[i].addr == addr) {
+            if (bytes > a[i].bytes)
+                a[i].bytes = bytes;
             return (int)i;
+        }
     if (*na == TCF_MAX_ADDR)
         return -1;
-    a[*na] = (tcf_vaddr_t){ addr, dt };
+    a[*na] = (tcf_vaddr_t){ addr, dt, bytes };
     return (int)(*na)++;
+}
+
+/* The smaller problem a check runs: the group's space cut to at most TCF_VERIFY_N elements
+ * (fuser.h: outermost dims first, the same elements' first corner), and what each original
+ * becomes there: its element count and, when strided, its dims' sizes. */
+typedef struct {
+    tcf_space_t sp;
+    uint32_t    size[TCF_OP_MAX_DIMS];           /* the group's, cut */
+    uint64_t    n;                               /* their product */
+    uint32_t    opn[TCF_GROUP_MAX_OPS];
+    uint32_t    opsize[TCF_GROUP_MAX_OPS][TCF_OP_MAX_DIMS];
+} tcf_vproblem_t;
+
+/* Operand o's bytes (largest offset plus its element) in the smaller problem. */
+static uint64_t tcf_operand_bytes(const tcf_op_t *op, unsigned o, uint32_t opn,
+                                  const uint32_t *opsize)
+{
+    uint64_t es = tcf_dtype_size(o ? op->in_dt[o - 1] : op->out_dt), m = 0;
+    if (!op->it.ndim)
+        return (uint64_t)opn * es;
+    for (unsigned d = 0; d < op->it.ndim && d < TCF_OP_MAX_DIMS; d++)
+        m += (uint64_t)(opsize[d] - 1) * op->it.stride[o][d];
+    return m + es;
+}
+
+/* Fills p for the group cut to `target` elements; 0, or -1 when an original's dims do not
+ * line up with the group's (why says so). */
+static int tcf_vproblem(const tcf_fjob_t *job, uint64_t target, tcf_vproblem_t *p, char *why,
+                        size_t cap)
+{
+    tcf_fuser_space(&job->g, &job->args, &p->sp);
+    p->n = tcf_fuser_verify_sizes(&p->sp, target, job->g.ndim ? job->g.vec : 1, p->size);
+    for (uint32_t j = 0; j < job->norig; j++)
+        if (tcf_fuser_op_sizes(&job->orig[j].op, &p->sp, p->size, p->opsize[j], &p->opn[j])) {
+            snprintf(why, cap, "an original's dims are not the group's");
+            return -1;
+        }
+    return 0;
 }
 
 /* Whether v may be an address of the application's memory that a kernel could reach. A
@@ -81,77 +134,129 @@ static int tcf_app_memory(uint64_t v)
     return rc == CUDA_SUCCESS;
 }
 
-/* One run of the check at element count n, operand i at byte offset off[i] (< 256) into
- * its own scratch region. 0 equal, 1 a stored buffer differs, -1 could not check. */
-static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint32_t na,
-                           const uint32_t *off, uint32_t n, CUfunction fused, CUstream s,
-                           char *why, size_t cap)
+/* Scratch for one set of operands, at most: a check that needs more is not run. */
+#define TCF_VERIFY_MAX_SET (1ull << 30)
+
+/* Where a strided original's data pointers start: after its OffsetCalculator<NT> (304 +
+ * 100 NT bytes at the closure's start, offset 8), 8-aligned. Words before it (dims,
+ * dividers, strides) are no pointers, though two strides side by side may look like one. */
+static uint32_t tcf_words_from(const tcf_op_t *op)
 {
-    /* room for any dtype at the largest offset */
-    size_t stride = ((size_t)n * 4 + 256 + 255) & ~(size_t)255;
+    if (op->loop != TCF_LOOP_STRIDED && op->loop != TCF_LOOP_STRIDED_CAST)
+        return 0;
+    return 8 + ((304 + 100 * (1u + op->nin) + 7) & ~7u);
+}
+
+/* One run of the check on problem p, operand i at byte offset off[i] (< 256) into its own
+ * scratch region. 0 equal, 1 a stored buffer differs, -1 could not check. */
+static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint32_t na,
+                           const uint32_t *off, const tcf_vproblem_t *p, CUfunction fused,
+                           CUstream s, char *why, size_t cap)
+{
+    /* region i: [rbase[i], rbase[i] + rlen[i]) of each set, room for its bytes at any
+     * offset below 256 */
+    uint64_t rbase[TCF_MAX_ADDR], rlen[TCF_MAX_ADDR], total = 0;
+    for (uint32_t i = 0; i < na; i++) {
+        rlen[i] = (addr[i].bytes + 256 + 255) & ~255ull;
+        rbase[i] = total;
+        total += rlen[i];
+    }
+    if (total > TCF_VERIFY_MAX_SET) {
+        snprintf(why, cap, "its smaller problem needs %llu bytes of scratch",
+                 (unsigned long long)total);
+        return -1;
+    }
     CUdeviceptr base = 0;
-    uint8_t *host = malloc(stride * 2);
-    if (!host || tcf_drv.mem_alloc(&base, stride * na * 2) != CUDA_SUCCESS) {
+    uint8_t *host = malloc(2 * TCF_VERIFY_CHUNK);
+    if (!host || tcf_drv.mem_alloc(&base, total * 2) != CUDA_SUCCESS) {
         free(host);
         snprintf(why, cap, "no scratch memory");
         return -1;
     }
-    /* Set A (originals) at base + i*stride + off[i], set B (generated) after it; same
+    /* Set A (originals) at base + rbase[i] + off[i], set B (generated) after it; same
      * contents. */
-    CUdeviceptr setB = base + stride * na;
+    CUdeviceptr setB = base + total;
     int rc = -1;
     for (uint32_t i = 0; i < na; i++) {
-        memset(host, 0, stride);
-        tcf_fill(host + off[i], addr[i].dt, n, i + 1);
-        if (tcf_drv.memcpy_htod_async(base + i * stride, host, stride, s) ||
-            tcf_drv.memcpy_htod_async(setB + i * stride, host, stride, s) ||
-            tcf_drv.stream_synchronize(s))
-            goto done;
+        /* zeros, the operand's elements from off[i] on, zeros; chunk by chunk (off[i] and
+         * the chunk are multiples of the element, so no element straddles two chunks; one
+         * that did would stay zero in both sets) */
+        uint64_t es = tcf_dtype_size(addr[i].dt), nel = addr[i].bytes / es;
+        uint64_t state = tcf_fill_state(i + 1);
+        for (uint64_t c0 = 0; c0 < rlen[i]; c0 += TCF_VERIFY_CHUNK) {
+            size_t m = rlen[i] - c0 < TCF_VERIFY_CHUNK ? (size_t)(rlen[i] - c0) : TCF_VERIFY_CHUNK;
+            uint64_t lo = c0 > off[i] ? (c0 - off[i] + es - 1) / es : 0;
+            uint64_t hi = c0 + m > off[i] ? (c0 + m - off[i]) / es : 0;
+            hi = hi < nel ? hi : nel;
+            memset(host, 0, m);
+            if (hi > lo)
+                tcf_fill(host + (off[i] + lo * es - c0), addr[i].dt, lo, hi - lo, i + 1, &state);
+            if (tcf_drv.memcpy_htod_async(base + rbase[i] + c0, host, m, s) ||
+                tcf_drv.memcpy_htod_async(setB + rbase[i] + c0, host, m, s) ||
+                tcf_drv.stream_synchronize(s))
+                goto done;
+        }
     }
     for (uint32_t j = 0; j < job->norig; j++) {
         tcf_orig_t o = job->orig[j];
+        uint32_t from = tcf_words_from(&o.op);
+        /* Bytes between parameters are padding the kernel never reads, and hold whatever
+         * the caller's stack held: the strided loop's bytes 4..7, beside N, took the high
+         * half of a pointer on Llama and made word 0 look like an address the driver knew
+         * (verify_unable). Zero them. */
+        uint8_t used[TCF_PARAMS_MAX] = { 0 };
+        for (uint32_t q = 0; q < o.nparams; q++)
+            for (uint32_t b = o.off[q]; b < o.off[q] + o.size[q] && b < o.pbytes; b++)
+                used[b] = 1;
+        for (uint32_t b = 0; b < o.pbytes; b++)
+            if (!used[b])
+                o.params[b] = 0;
         /* Pointers sit in the data array; N is parameter 0 (int) in every loop decoded. */
-        for (uint32_t at = 0; at + 8 <= o.pbytes; at += 8) {
+        for (uint32_t at = from; at + 8 <= o.pbytes; at += 8) {
             uint64_t v;
             memcpy(&v, o.params + at, 8);
             for (uint32_t i = 0; i < na; i++)
                 if (v == addr[i].addr) {
-                    v = base + i * stride + off[i];
+                    v = base + rbase[i] + off[i];
                     memcpy(o.params + at, &v, 8);
                     break;
                 }
         }
-        int32_t nv = (int32_t)n;
-        memcpy(o.params + o.off[0], &nv, 4);
+        /* N, and a strided original's dims with their IntDividers: the same elements'
+         * first corner, as the generated kernel runs it */
+        if (tcf_decode_resize(o.params, o.pbytes, &o.op, p->opn[j], p->opsize[j])) {
+            snprintf(why, cap, "cannot size an original for %u elements", p->opn[j]);
+            goto done;
+        }
         /* PyTorch sized the grid for its N (ceil(N / block work)), and its kernels assume
          * no block lies wholly past N: give the smaller N the grid PyTorch would have. The
          * block work is the power of two that reproduces the recorded grid. */
         uint32_t bw = 0;
-        for (uint32_t p = 32; p <= (1u << 20) && !bw; p <<= 1)
-            if ((o.op.n + p - 1) / p == o.grid[0])
-                bw = p;
+        for (uint32_t q = 32; q <= (1u << 20) && !bw; q <<= 1)
+            if ((o.op.n + q - 1) / q == o.grid[0])
+                bw = q;
         if (!bw || o.grid[1] != 1 || o.grid[2] != 1) {
-            snprintf(why, cap, "cannot size an original's grid for %u elements", n);
+            snprintf(why, cap, "cannot size an original's grid for %u elements", p->opn[j]);
             goto done;
         }
-        o.grid[0] = (n + bw - 1) / bw;
+        o.grid[0] = (p->opn[j] + bw - 1) / bw;
         /* Any word left that points into the application's device memory would let an
          * original touch it: refuse rather than risk it. */
-        for (uint32_t at = 0; at + 8 <= o.pbytes; at += 8) {
+        for (uint32_t at = 0; at + 8 <= o.pbytes; at = at ? at + 8 : from ? from : 8) {
             uint64_t v;
             memcpy(&v, o.params + at, 8);
-            if ((v < base || v >= base + stride * na * 2) && tcf_app_memory(v)) {
+            if ((v < base || v >= base + total * 2) && tcf_app_memory(v)) {
                 snprintf(why, cap, "an original's parameter word %u (0x%llx) is no operand", at,
                          (unsigned long long)v);
                 goto done;
             }
         }
-        tcf_log(TCF_LOG_DEBUG, "verify: original %u on scratch 0x%llx..0x%llx, N=%d, grid %u",
-                j, (unsigned long long)base, (unsigned long long)(base + stride * na * 2), nv,
+        tcf_log(TCF_LOG_DEBUG, "verify: original %u on scratch 0x%llx..0x%llx, N=%u, grid %u",
+                j, (unsigned long long)base, (unsigned long long)(base + total * 2), p->opn[j],
                 o.grid[0]);
         void *kp[8];
-        for (uint32_t p = 0; p < o.nparams; p++)
-            kp[p] = o.params + o.off[p];
+        for (uint32_t q = 0; q < o.nparams; q++)
+            kp[q] = o.params + o.off[q];
         if (tcf_drv.launch_kernel(o.f, o.grid[0], o.grid[1], o.grid[2], o.block[0], o.block[1],
                                   o.block[2], o.smem, s, kp, NULL) != CUDA_SUCCESS) {
             snprintf(why, cap, "an original kernel would not run on scratch memory");
@@ -159,7 +264,12 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         }
     }
     tcf_fused_args_t args = job->args;
-    args.n = n;
+    args.n = p->n;
+    if (job->g.ndim)
+        for (unsigned d = 0; d < job->g.ndim; d++) {
+            args.size[d] = p->size[d];
+            tcf_int_divider(p->size[d], &args.m1[d], &args.shift[d]);
+        }
     int stored[TCF_GROUP_MAX_BUFS] = { 0 };
     uint32_t bi[TCF_GROUP_MAX_BUFS];   /* each buffer's operand */
     for (uint8_t b = 0; b < job->g.nbufs; b++) {
@@ -172,7 +282,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
             goto done;
         }
         bi[b] = (uint32_t)i;
-        args.buf[b] = setB + (uint32_t)i * stride + off[i];
+        args.buf[b] = setB + rbase[i] + off[i];
     }
     for (uint8_t k = 0; k < job->g.nops; k++)
         if (job->g.ops[k].out_buf != TCF_NO_STORE)
@@ -183,43 +293,71 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         snprintf(why, cap, "the original kernels failed on scratch memory (%d)", (int)lrc);
         goto done;
     }
-    lrc = tcf_drv.launch_kernel(fused, tcf_codegen_grid(&job->g, n), 1, 1, TCF_FUSED_BLOCK, 1, 1,
-                                0, s, kp, NULL);
+    lrc = tcf_drv.launch_kernel(fused, tcf_codegen_grid(&job->g, p->n), 1, 1, TCF_FUSED_BLOCK,
+                                1, 1, 0, s, kp, NULL);
     CUresult src = lrc == CUDA_SUCCESS ? tcf_drv.stream_synchronize(s) : CUDA_SUCCESS;
     if (lrc != CUDA_SUCCESS || src != CUDA_SUCCESS) {
         snprintf(why, cap, "the generated kernel failed on scratch memory (launch %d, sync %d)",
                  (int)lrc, (int)src);
         goto done;
     }
+    /* What each region's stores cover: the kernel's stored views, in the smaller problem. A
+     * region whose address another operand of the group used, further, is a block freed
+     * and handed out again (PyTorch's allocator puts a cast's output where the value it
+     * cast lived): past the stored views lies a dead buffer whose store the kernel dropped
+     * and the originals made, bytes nothing can read. Such a region is compared over its
+     * stored views only; any other over all of it, so that a stray store shows too. */
+    uint64_t cmp[TCF_MAX_ADDR] = { 0 };
+    for (uint8_t b = 0; b < job->g.nbufs; b++) {
+        uint64_t es = tcf_dtype_size(job->g.buf_dt[b]), bytes = p->n * es;
+        if (!stored[b])
+            continue;
+        if (job->g.ndim) {
+            bytes = es;
+            for (unsigned d = 0; d < job->g.ndim; d++)
+                bytes += (uint64_t)(p->size[d] - 1) * job->args.stride[b][d];
+        }
+        if (off[bi[b]] + bytes > cmp[bi[b]])
+            cmp[bi[b]] = off[bi[b]] + bytes;
+    }
     rc = 0;
     for (uint8_t b = 0; b < job->g.nbufs && rc == 0; b++) {
         if (!stored[b])
             continue;
-        /* the whole region, so that a store outside the operand's elements shows too */
-        CUdeviceptr a = base + bi[b] * stride, g = setB + bi[b] * stride;
+        uint32_t i = bi[b];
+        uint64_t len = cmp[i] < off[i] + addr[i].bytes ? cmp[i] : rlen[i];
         size_t es = tcf_dtype_size(job->g.buf_dt[b]);
-        if (tcf_drv.memcpy_dtoh_async(host, a, stride, s) ||
-            tcf_drv.memcpy_dtoh_async(host + stride, g, stride, s) ||
-            tcf_drv.stream_synchronize(s)) {
-            rc = -1;
-            snprintf(why, cap, "could not read scratch memory back");
-            break;
-        }
-        if (memcmp(host, host + stride, stride)) {
-            size_t at = 0;
-            while (at < stride && host[at] == host[stride + at])
-                at++;
-            long e = at < off[bi[b]] ? -1 : (long)((at - off[bi[b]]) / es);
-            size_t first = at < off[bi[b]] || e >= (long)n ? at : off[bi[b]] + (size_t)e * es;
+        for (uint64_t c0 = 0; c0 < len && rc == 0; c0 += TCF_VERIFY_CHUNK) {
+            size_t m = len - c0 < TCF_VERIFY_CHUNK ? (size_t)(len - c0) : TCF_VERIFY_CHUNK;
+            uint8_t *ha = host, *hb = host + TCF_VERIFY_CHUNK;
+            if (tcf_drv.memcpy_dtoh_async(ha, base + rbase[i] + c0, m, s) ||
+                tcf_drv.memcpy_dtoh_async(hb, setB + rbase[i] + c0, m, s) ||
+                tcf_drv.stream_synchronize(s)) {
+                rc = -1;
+                snprintf(why, cap, "could not read scratch memory back");
+                break;
+            }
+            if (!memcmp(ha, hb, m))
+                continue;
+            size_t k = 0;
+            while (k < m && ha[k] == hb[k])
+                k++;
+            uint64_t at = c0 + k;
+            /* the element of the buffer's memory (its extent, in elements) that differs */
+            long long e = at < off[i] ? -1 : (long long)((at - off[i]) / es);
+            uint64_t first = e < 0 ? at : off[i] + (uint64_t)e * es;
             uint32_t x = 0, y = 0;
-            memcpy(&x, host + first, es);
-            memcpy(&y, host + stride + first, es);
-            if (e < 0 || e >= (long)n)
-                snprintf(why, cap, "buffer %u: a byte outside its %u elements differs (offset "
-                         "%zu)", b, n, at);
+            size_t w = first >= c0 && first - c0 + es <= m ? es : 1;
+            if (w == 1)
+                first = at;
+            memcpy(&x, ha + (first - c0), w);
+            memcpy(&y, hb + (first - c0), w);
+            if (e < 0 || (uint64_t)(e + 1) * es > addr[i].bytes)
+                snprintf(why, cap, "buffer %u: a byte outside its %llu bytes differs (offset "
+                         "%llu)", b, (unsigned long long)addr[i].bytes, (unsigned long long)at);
             else
-                snprintf(why, cap, "buffer %u element %ld: eager 0x%x, generated 0x%x (%s)", b,
-                         e, x, y, tcf_decode_dtype_name(job->g.buf_dt[b]));
+                snprintf(why, cap, "buffer %u element %lld of its memory: eager 0x%x, generated "
+                         "0x%x (%s)", b, e, x, y, tcf_decode_dtype_name(job->g.buf_dt[b]));
             rc = 1;
         }
     }
@@ -230,41 +368,66 @@ done:
     return rc;
 }
 
+/* The operand addresses of the job's originals and their bytes in problem p. 0, or -1 when
+ * there are more than verification maps. */
+static int tcf_verify_addrs(const tcf_fjob_t *job, const tcf_vproblem_t *p, tcf_vaddr_t *addr,
+                            uint32_t *na)
+{
+    *na = 0;
+    for (uint32_t j = 0; j < job->norig; j++) {
+        const tcf_op_t *op = &job->orig[j].op;
+        for (uint8_t o = 0; o <= op->nin; o++)
+            if (tcf_addr_index(addr, na, o ? op->in[o - 1] : op->out,
+                               o ? op->in_dt[o - 1] : op->out_dt,
+                               tcf_operand_bytes(op, o, p->opn[j], p->opsize[j])) < 0)
+                return -1;
+    }
+    return 0;
+}
+
 int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *why, size_t cap)
 {
     tcf_vaddr_t addr[TCF_MAX_ADDR];
     uint32_t off[TCF_MAX_ADDR];
-    uint32_t na = 0, n = job->n < TCF_VERIFY_N ? (uint32_t)job->n : TCF_VERIFY_N;
-    int elementwise = job->g.vec == 1;  /* every access one element wide */
-    for (uint32_t j = 0; j < job->norig; j++) {
-        const tcf_op_t *op = &job->orig[j].op;
-        elementwise &= op->vec == 1;
-        if (tcf_addr_index(addr, &na, op->out, op->out_dt) < 0)
-            goto unable;
-        for (uint8_t i = 0; i < op->nin; i++)
-            if (tcf_addr_index(addr, &na, op->in[i], op->in_dt[i]) < 0)
-                goto unable;
+    uint32_t na = 0;
+    tcf_vproblem_t *p = malloc(sizeof *p);
+    int elementwise = job->g.vec == 1, rc = -1;  /* every access one element wide */
+    if (!p) {
+        snprintf(why, cap, "out of memory");
+        return -1;
     }
+    if (tcf_vproblem(job, TCF_VERIFY_N, p, why, cap))
+        goto out;
+    for (uint32_t j = 0; j < job->norig; j++)
+        elementwise &= job->orig[j].op.vec == 1;
+    if (tcf_verify_addrs(job, p, addr, &na))
+        goto unable;
     /* First at the application's own alignment (each operand's address mod 256): the
      * originals ran there, whatever their loads assume, and so did the key's vector guard. */
     for (uint32_t i = 0; i < na; i++)
         off[i] = (uint32_t)(addr[i].addr % 256);
-    int rc = tcf_verify_pass(job, addr, na, off, n, fused, s, why, cap);
-    if (rc != 0 || !elementwise || n < 3)
-        return rc;
+    rc = tcf_verify_pass(job, addr, na, off, p, fused, s, why, cap);
+    if (rc != 0 || !elementwise || p->n < 3)
+        goto out;
     /* Then, when every access is one element wide (so any element-aligned address is one
      * the kernels accept), at operands misaligned against 16 bytes and against each other,
-     * with another tail. The same kernel serves any alignment: this is its other half. */
+     * with another tail (a contiguous group; an N-d one keeps its shape). The same kernel
+     * serves any alignment: this is its other half. */
+    if (!job->g.ndim && (tcf_vproblem(job, p->n - 2, p, why, cap) ||
+                         tcf_verify_addrs(job, p, addr, &na)))
+        goto out;
     for (uint32_t i = 0; i < na; i++)  /* odd multiples of the element: 4, 12, 20, 28 for float */
         off[i] = (2 * (i % 4) + 1) * tcf_dtype_size(addr[i].dt);
-    rc = tcf_verify_pass(job, addr, na, off, n - 2, fused, s, why, cap);
+    rc = tcf_verify_pass(job, addr, na, off, p, fused, s, why, cap);
     if (rc != 0) {
         char inner[200];
         snprintf(inner, sizeof inner, "%s", why);
         snprintf(why, cap, "at misaligned operands, %s", inner);
     }
-    return rc;
+    goto out;
 unable:
     snprintf(why, cap, "more operands than verification can map");
-    return -1;
+out:
+    free(p);
+    return rc;
 }

@@ -30,8 +30,11 @@ static int same_kernel(const tcf_fgroup_t *want, const tcf_fgroup_t *got)
     if (a->nops != b->nops || a->nbufs != b->nbufs || a->nscalars != b->nscalars ||
         a->nbufs > TCF_GROUP_MAX_BUFS || a->nscalars > TCF_GROUP_MAX_SCALARS)
         return 0;
-    /* Wider access needs the alignment the plan assumed; scalar code runs anywhere. */
-    if (a->vec > 1 && b->vec != a->vec)
+    /* Wider access needs the alignment the plan assumed; scalar code runs anywhere. An
+     * N-d kernel of another rank, or one whose packs broadcast other buffers, is another
+     * kernel. */
+    if ((a->vec > 1 && b->vec != a->vec) || a->ndim != b->ndim ||
+        (a->vec > 1 && a->bcast0 != b->bcast0))
         return 0;
     for (unsigned k = 0; k < a->nops; k++)
         if (!same_op(&a->ops[k], &b->ops[k]))

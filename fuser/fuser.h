@@ -4,16 +4,31 @@
  * gives the same plan (tests/unit/test_fuser.c, and `tcfuse plan` on recorded traces).
  *
  * Rules (DESIGN.md, Fusion):
- * - A group is a run of consecutive decoded ops over the same element count n (frees and
+ * - A group is a run of consecutive decoded ops over one iteration space (frees and
  *   allocations may sit between them; any other work ends the run), at most
  *   TCF_GROUP_MAX_OPS ops, TCF_GROUP_MAX_BUFS buffers the kernel loads or may store, and
  *   TCF_GROUP_MAX_SCALARS scalars. A group of one op gains nothing and is not formed.
  *   Greedy: an op that cannot join ends the group before it and starts the next one.
- * - Buffers are compared by address range [ptr, ptr + n * size(dtype)): equal ranges with
- *   equal dtype are the same buffer; disjoint ranges are different buffers; anything else
- *   (partial overlap, or one buffer read with two dtypes) refuses the group ("overlap").
- *   A buffer freed (exact pointer) inside the run is dead: a later touch of its range is
- *   a new buffer, and reading that range before the group writes it is an overlap.
+ * - Iteration spaces (space.c): a contiguous op's is [n]; a strided op's (PyTorch's
+ *   OffsetCalculator loop) its dims, innermost first, without those of size 1; broadcast
+ *   operands have stride 0. Ops join when their element counts are equal (else
+ *   size-differs) and their spaces have a common refinement of at most TCF_OP_MAX_DIMS
+ *   dims (else shape-differs): each op's dims are runs of the group's dims, and each
+ *   operand's strides split over them. A contiguous op in a group with a strided one is
+ *   that op with contiguous strides over the group's space. A group of contiguous ops only
+ *   keeps the 1-D kernel (ndim 0).
+ * - Buffers are views: base pointer, dtype and byte strides over the group's space. Two
+ *   operands with equal views are the same buffer (every element touches the same bytes
+ *   in both). Views whose extents ([ptr, ptr + largest offset + element size)) are
+ *   disjoint are different buffers. Overlapping extents with different views are allowed
+ *   only while neither is written inside the group (reads of x and x.t() in one kernel);
+ *   a write into a range another view of the group reads or writes refuses the group
+ *   ("overlap"), since another thread of the fused kernel may touch those bytes first.
+ *   A buffer freed (exact pointer) inside the run is dead: a later touch of its range is a
+ *   new buffer; reading that range before the group writes it is an overlap, and so is
+ *   writing it through another view while the group loads the dead one (the kernel would
+ *   read it after another thread wrote it: a block freed and handed out again at another
+ *   element size, as PyTorch's allocator does between a residual add and its float cast).
  * - Inside a group, an op that reads a buffer an earlier op of the group wrote takes that
  *   op's result (rounded to its storage dtype, as eager stored it), not memory.
  * - Only a buffer's last writer in the group stores: an earlier store to the same buffer
@@ -26,13 +41,17 @@
  * - The fused kernel runs where the group's last op was; frees inside the group's span run
  *   after it, in their order; everything else runs as it was issued.
  * - Buffers are numbered by first appearance (an op's inputs before its output), counting
- *   only those the kernel loads or stores; vec = 16 / the widest element, or 1 when any of
- *   their addresses is not 16-byte aligned.
+ *   only those the kernel loads or stores. A contiguous group's vec = 16 / the widest
+ *   element, or 1 when any of their addresses is not 16-byte aligned. A strided group
+ *   indexes its space (sizes, IntDividers and strides in the args, every offset under
+ *   2^31) with vec = 16 / the widest element when dim 0 is a multiple of it and every
+ *   buffer is contiguous along dim 0 with its address and outer strides aligned to its
+ *   pack, or (loaded only) broadcast along dim 0; else vec 1.
  * - An op that is not fused counts once in reasons, under the stronger cause on its two
- *   sides (overlap, then group-full, then size-differs, then alone). UNALIGNED counts the
- *   ops of groups that fell to vec 1: those ops were fused. An op tcf_fuser_plan cannot
- *   reason about (NONE dtype, null or wrapping range, counts out of range, strided
- *   operands: op.it.ndim > 0) is opaque.
+ *   sides (overlap, then group-full, then shape-differs, then size-differs, then alone).
+ *   UNALIGNED counts the ops of contiguous groups that fell to vec 1: those ops were
+ *   fused. An op tcf_fuser_plan cannot reason about (NONE dtype, null or wrapping range,
+ *   counts out of range, dims that do not multiply to n) is opaque.
  */
 #ifndef TCF_FUSER_H
 #define TCF_FUSER_H
@@ -44,6 +63,13 @@
 
 #define TCF_FUSER_MAX_ITEMS 1024
 #define TCF_FUSER_MAX_GROUPS 64
+
+/* An iteration space: nd >= 1 sizes, innermost first, none 1 but in the space of one
+ * element ([1]). */
+typedef struct {
+    uint8_t  nd;
+    uint32_t size[TCF_OP_MAX_DIMS];
+} tcf_space_t;
 
 typedef enum {
     TCF_ITEM_OP = 0,   /* a decoded elementwise launch (op is valid) */
@@ -80,6 +106,7 @@ typedef struct {
 #define TCF_FUSER_REASONS(X)                                                              \
     X(ALONE,       "alone")         /* no neighbour to fuse with (a group of one) */       \
     X(SIZE,        "size-differs")  /* neighbours over another element count */            \
+    X(SHAPE,       "shape-differs") /* same count, spaces with no common refinement */     \
     X(OVERLAP,     "overlap")       /* partial overlap or dtype aliasing between buffers */ \
     X(TOO_BIG,     "group-full")    /* ops or buffers past the group limits */             \
     X(UNALIGNED,   "unaligned")     /* not a reason to refuse: recorded when vec = 1 */
@@ -114,5 +141,23 @@ int tcf_fuser_bind(const tcf_fgroup_t *grp, const tcf_item_t *items, size_t n,
 int tcf_fuser_single(const tcf_op_t *op, tcf_fgroup_t *g);
 
 const char *tcf_fuser_reason_name(tcf_fuser_reason_t r);
+
+/* --- verification's smaller problem (exec/verify.c) ------------------------------------ */
+/* Sizes of sp at which to check a group with at most `target` elements (at least one):
+ * outermost dims are cut first (to 1, then the one that reaches the target is cut to what
+ * fits), inner dims keep their sizes. A cut of dim 0 keeps a multiple of align0 (the
+ * kernel's pack, which the planner made divide dim 0) when it can. Fills
+ * newsize[0..sp->nd); returns their product. */
+uint64_t tcf_fuser_verify_sizes(const tcf_space_t *sp, uint64_t target, unsigned align0,
+                                uint32_t *newsize);
+/* What op (one of the group whose space is sp) becomes when the group runs at newsize
+ * (from tcf_fuser_verify_sizes): its element count (*opn) and, for a strided op, the size
+ * of each of its op.it.ndim dims (opsize; dims of size 1 stay 1). Its strides do not
+ * change: the smaller problem is the same elements' first corner. 0, or -1 when the op's
+ * dims are not runs of sp's. */
+int tcf_fuser_op_sizes(const tcf_op_t *op, const tcf_space_t *sp, const uint32_t *newsize,
+                       uint32_t *opsize, uint32_t *opn);
+/* The space a group's kernel iterates: its args' sizes when g.ndim > 0, else [n]. */
+void tcf_fuser_space(const tcf_group_t *g, const tcf_fused_args_t *args, tcf_space_t *sp);
 
 #endif

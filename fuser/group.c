@@ -1,6 +1,7 @@
-/* group: builds one fused group op by op (fuser/internal.h). Buffers are address ranges
- * compared exactly (fuser.h); each op's operands are matched against the buffers the group
- * has touched so far, so the cost is O(ops * buffers) per group. */
+/* group: builds one fused group op by op (fuser/internal.h). Buffers are views (pointer,
+ * dtype, strides over the group's space) compared exactly (fuser.h); each op's operands are
+ * matched against the buffers the group has touched so far, so the cost is
+ * O(ops * buffers * dims) per group. */
 #include <string.h>
 
 #include "fuser/internal.h"
@@ -17,19 +18,43 @@ static int overlaps(uint64_t p, uint64_t e, const tcf_fuser_buf_t *x)
     return p < x->end && x->ptr < e;
 }
 
+/* Views of at most 2^31 - 1 bytes past their pointer: what PyTorch's 32-bit split
+ * guarantees for a strided launch, and what the generated kernel's 32-bit offsets need. */
+#define TCF_FUSER_OFF_MAX 0x7fffffffull
+
+/* Operand o's extent end: one past its last element's last byte; 0 when it wraps. Only
+ * for an op whose dims tcf_space_of accepts (each size at least 1, n at least 1). */
+static uint64_t operand_end(const tcf_op_t *op, unsigned o)
+{
+    uint64_t p = operand_ptr(op, o), es = tcf_dtype_size(operand_dt(op, o)), m = 0;
+    if (!op->it.ndim)
+        m = (uint64_t)(op->n - 1) * es;
+    for (unsigned d = 0; d < op->it.ndim && d < TCF_OP_MAX_DIMS; d++)
+        m += (uint64_t)(op->it.size[d] - 1) * op->it.stride[o][d];
+    return p > UINT64_MAX - m - es ? 0 : p + m + es;
+}
+
 int tcf_fuser_op_ok(const tcf_op_t *op)
 {
+    tcf_space_t sp;
+    uint32_t st[4][TCF_OP_MAX_DIMS];
     if (op->kind <= TCF_OP_NONE || op->kind >= TCF_OP_NKIND || !op->n || op->nin < 1 ||
-        op->nin > 3 || op->nscalar > 2)
+        op->nin > 3 || op->nscalar > 2 || tcf_space_of(op, &sp, st))
         return 0;
-    if (op->it.ndim)
-        return 0;   /* strided operands: their extent is no [ptr, ptr + n) range; not planned yet */
     for (unsigned o = 0; o <= op->nin; o++) {
-        uint64_t p = operand_ptr(op, o), len = (uint64_t)op->n * tcf_dtype_size(operand_dt(op, o));
-        if (!p || !len || p > UINT64_MAX - len)
+        uint64_t p = operand_ptr(op, o), e;
+        if (!p || !tcf_dtype_size(operand_dt(op, o)) || !(e = operand_end(op, o)))
             return 0;   /* a range that wraps would defeat every overlap test */
+        if (op->it.ndim && e - p - 1 > TCF_FUSER_OFF_MAX)
+            return 0;   /* not a launch PyTorch's 32-bit indexing makes */
     }
     return 1;
+}
+
+static int same_view(const tcf_fuser_buf_t *x, uint64_t p, uint64_t e, tcf_dtype_t dt,
+                     const uint32_t *st, const uint32_t *xst, unsigned nd)
+{
+    return x->ptr == p && x->end == e && x->dt == dt && !memcmp(st, xst, nd * sizeof *st);
 }
 
 int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx)
@@ -37,11 +62,26 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
     const tcf_op_t *op = &items[idx].op;
     unsigned k = b->nops, nraw = b->nraw, slots = 0;
     uint8_t ref[4] = { 0 };
+    tcf_space_t osp, sp;
+    uint32_t ost[4][TCF_OP_MAX_DIMS], st[4][TCF_OP_MAX_DIMS];
+    static _Thread_local uint32_t rst[TCF_FUSER_RAW_MAX][TCF_OP_MAX_DIMS];  /* raws, re-split */
+    int strided = (k && b->strided) || op->it.ndim;
 
     if (k && op->n != b->n)
         return TCF_FUSER_SIZE;
     if (k == TCF_GROUP_MAX_OPS || b->nscalars + op->nscalar > TCF_GROUP_MAX_SCALARS)
         return TCF_FUSER_TOO_BIG;
+    if (tcf_space_of(op, &osp, ost))
+        return TCF_FUSER_SHAPE;   /* tcf_fuser_op_ok let nothing like it through */
+    if (!k)
+        sp = osp;
+    else if (tcf_space_refine(&b->sp, &osp, &sp))
+        return TCF_FUSER_SHAPE;
+    /* Every view over the (maybe finer) space: the group's so far, and this op's. */
+    for (unsigned r = 0; r < nraw; r++)
+        tcf_space_split(&b->sp, b->raw[r].st, &sp, rst[r]);
+    for (unsigned o = 0; o <= op->nin; o++)
+        tcf_space_split(&osp, ost[o], &sp, st[o]);
     /* Inputs first, then the output: an op reads before it writes, so an in-place op's
      * buffer is first seen, and loaded, as an input. New buffers go in above b->nraw and
      * count only once the op is committed. */
@@ -49,18 +89,28 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
         unsigned o = j <= op->nin ? j : 0;
         uint64_t p = operand_ptr(op, o);
         tcf_dtype_t dt = operand_dt(op, o);
-        uint64_t e = p + (uint64_t)op->n * tcf_dtype_size(dt);
+        uint64_t e = operand_end(op, o);
         int hit = -1, stale = 0;
         for (unsigned r = 0; r < nraw; r++) {
             const tcf_fuser_buf_t *x = &b->raw[r];
             if (!overlaps(p, e, x))
                 continue;
+            int same = same_view(x, p, e, dt, st[o], rst[r], sp.nd);
             if (x->dead) {
+                /* The kernel loads the dead buffer; writing its bytes through another
+                 * view lets one thread overwrite what another has yet to load. */
+                if (!o && x->loaded && !same)
+                    return TCF_FUSER_OVERLAP;
                 stale = 1;
                 continue;
             }
-            if (x->ptr != p || x->end != e || x->dt != dt)
-                return TCF_FUSER_OVERLAP;   /* partial overlap, or one range as two dtypes */
+            if (!same) {
+                /* two views of the same bytes: fine to read both, but a write through
+                 * either races with the other's accesses from other threads */
+                if (!o || x->writer >= 0)
+                    return TCF_FUSER_OVERLAP;
+                continue;
+            }
             hit = (int)r;
         }
         /* A freed block handed out again and read before anything wrote it: eager read
@@ -72,6 +122,7 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
                 return TCF_FUSER_TOO_BIG;
             b->raw[nraw] = (tcf_fuser_buf_t){ .ptr = p, .end = e, .dt = dt, .loaded = o != 0,
                                               .writer = -1, .from = { idx, (uint8_t)o } };
+            memcpy(rst[nraw], st[o], sizeof rst[nraw]);
             hit = (int)nraw++;
         }
         ref[o] = (uint8_t)hit;
@@ -82,6 +133,11 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
         slots += !b->raw[r].dead || b->raw[r].loaded;
     if (slots > TCF_GROUP_MAX_BUFS)
         return TCF_FUSER_TOO_BIG;
+    /* An N-d kernel's offsets are 32-bit: a contiguous op of more than 2^31 bytes keeps
+     * its own group. */
+    for (unsigned r = 0; strided && r < nraw; r++)
+        if (b->raw[r].end - b->raw[r].ptr - 1 > TCF_FUSER_OFF_MAX)
+            return TCF_FUSER_TOO_BIG;
 
     for (unsigned i = 0; i < 3; i++) {
         const tcf_fuser_buf_t *x = &b->raw[ref[i + 1]];
@@ -90,6 +146,10 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
     }
     b->out[k] = ref[0];
     b->raw[ref[0]].writer = (int8_t)k;
+    for (unsigned r = 0; r < nraw; r++)
+        memcpy(b->raw[r].st, rst[r], sizeof b->raw[r].st);
+    b->sp = sp;
+    b->strided = (uint8_t)strided;
     b->item[k] = idx;
     b->nraw = (uint8_t)nraw;
     b->nscalars = (uint8_t)(b->nscalars + op->nscalar);
@@ -129,17 +189,47 @@ static void drop_freed(const tcf_fuser_build_t *b, const tcf_item_t *items, size
                 if (pending[r] && b->raw[r].ptr == it->ptr)
                     pending[r] = keep[r] = 0, left--;
         } else if (it->kind == TCF_ITEM_OP && tcf_fuser_op_ok(&it->op)) {
-            for (unsigned r = 0; r < b->nraw; r++)
-                for (unsigned j = 1; pending[r] && j <= it->op.nin; j++) {
-                    uint64_t p = it->op.in[j - 1];
-                    if (overlaps(p, p + (uint64_t)it->op.n * tcf_dtype_size(it->op.in_dt[j - 1]),
-                                 &b->raw[r]))
+            for (unsigned j = 1; j <= it->op.nin; j++) {
+                uint64_t p = it->op.in[j - 1], e = operand_end(&it->op, j);
+                for (unsigned r = 0; r < b->nraw; r++)
+                    if (pending[r] && overlaps(p, e, &b->raw[r]))
                         pending[r] = 0, left--;   /* read: the store stays */
-                }
+            }
         } else if (it->kind != TCF_ITEM_ALLOC) {
             return;
         }
     }
+}
+
+/* A strided group's vector width: 16 / the widest element when every buffer can be
+ * moved as packs along dim 0 (fuser.h), with bcast0 the buffers broadcast along it; else
+ * 1. */
+static unsigned strided_vec(const tcf_fuser_build_t *b, const tcf_group_t *g,
+                            const uint8_t *slot, const uint8_t *keep, unsigned maxes,
+                            uint16_t *bcast0)
+{
+    unsigned v = 16 / maxes;
+    *bcast0 = 0;
+    if (b->sp.size[0] % v)
+        return 1;
+    for (unsigned r = 0; r < b->nraw; r++) {
+        const tcf_fuser_buf_t *x = &b->raw[r];
+        unsigned es = tcf_dtype_size(x->dt), al = es * v > 16 ? 16 : es * v;
+        int stored = x->writer >= 0 && keep[r];
+        if (slot[r] == TCF_NO_STORE)
+            continue;
+        if (x->st[0] == 0 && !stored) {
+            *bcast0 |= (uint16_t)(1u << slot[r]);
+            continue;
+        }
+        if (x->st[0] != es || x->ptr % al)
+            return *bcast0 = 0, 1;
+        for (unsigned d = 1; d < b->sp.nd; d++)
+            if (x->st[d] % al)
+                return *bcast0 = 0, 1;
+    }
+    (void)g;
+    return v;
 }
 
 int tcf_fuser_build_finish(const tcf_fuser_build_t *b, const tcf_item_t *items, size_t n,
@@ -169,6 +259,8 @@ int tcf_fuser_build_finish(const tcf_fuser_build_t *b, const tcf_item_t *items, 
         g->buf_dt[g->nbufs] = x->dt;
         fg->buf_from[g->nbufs] = x->from;
         fg->args.buf[g->nbufs] = x->ptr;
+        if (b->strided)
+            memcpy(fg->args.stride[g->nbufs], x->st, b->sp.nd * sizeof *x->st);
         if (tcf_dtype_size(x->dt) > maxes)
             maxes = tcf_dtype_size(x->dt);
         aligned &= (x->ptr & 15) == 0;
@@ -207,7 +299,18 @@ int tcf_fuser_build_finish(const tcf_fuser_build_t *b, const tcf_item_t *items, 
         fg->items[k] = b->item[k];
     }
     g->nops = b->nops;
-    g->vec = (uint8_t)(aligned ? 16 / maxes : 1);
     fg->bytes_avoided = unfused - fg->bytes_read - fg->bytes_written;
-    return !aligned;
+    if (!b->strided) {
+        g->vec = (uint8_t)(aligned ? 16 / maxes : 1);
+        return !aligned;
+    }
+    /* N-d: the space and its dividers are arguments, so the source serves any shape of
+     * this rank; vec 1 unless dim 0 moves as packs for every buffer */
+    g->ndim = b->sp.nd;
+    for (unsigned d = 0; d < b->sp.nd; d++) {
+        fg->args.size[d] = b->sp.size[d];
+        tcf_int_divider(b->sp.size[d], &fg->args.m1[d], &fg->args.shift[d]);
+    }
+    g->vec = (uint8_t)strided_vec(b, g, slot, keep, maxes, &g->bcast0);
+    return 0;
 }

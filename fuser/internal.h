@@ -10,8 +10,12 @@
  * adds at most four (out, three inputs), so this never fills before the op limit does. */
 #define TCF_FUSER_RAW_MAX (4 * TCF_GROUP_MAX_OPS)
 
+/* A buffer is a view: base pointer, dtype and byte strides over the group's space. Two
+ * operands are the same buffer only when all three are equal (then every element reads
+ * and writes the same bytes); [ptr, end) is its extent, for overlap tests. */
 typedef struct {
-    uint64_t    ptr, end;   /* [ptr, end) */
+    uint64_t    ptr, end;   /* [ptr, end): from the first byte to the last element's end */
+    uint32_t    st[TCF_OP_MAX_DIMS];  /* bytes, over the builder's space */
     tcf_dtype_t dt;         /* its memory dtype */
     uint8_t     dead;       /* freed inside the run: a later touch is a new buffer */
     uint8_t     loaded;     /* read before the group wrote it: the kernel loads it */
@@ -21,12 +25,30 @@ typedef struct {
 
 typedef struct {
     uint64_t        n;
+    tcf_space_t     sp;         /* the common refinement of the ops' spaces */
+    uint8_t         strided;    /* an op of the group is strided: the kernel indexes N-d */
     uint8_t         nops, nraw, nscalars;
     uint16_t        item[TCF_GROUP_MAX_OPS];
     uint8_t         out[TCF_GROUP_MAX_OPS];     /* raw buffer each op writes */
     uint8_t         src[TCF_GROUP_MAX_OPS][3];  /* raw buffer, or TCF_SRC_OP | op */
     tcf_fuser_buf_t raw[TCF_FUSER_RAW_MAX];
 } tcf_fuser_build_t;
+
+/* --- spaces (space.c) ------------------------------------------------------------------ */
+/* The op's space (its dims without those of size 1, or [n] when contiguous) and each
+ * operand's byte strides over it (st[0] the output, st[1 + i] in[i]). 0, or -1 when its
+ * dims do not multiply to n. */
+int tcf_space_of(const tcf_op_t *op, tcf_space_t *sp, uint32_t st[4][TCF_OP_MAX_DIMS]);
+/* The common refinement of a and b (same element count): 0, or -1 when there is none
+ * (their boundaries do not form a chain under division) or it needs more than
+ * TCF_OP_MAX_DIMS dims. */
+int tcf_space_refine(const tcf_space_t *a, const tcf_space_t *b, tcf_space_t *out);
+/* Strides st over `from` re-expressed over its refinement `to` (out: TCF_OP_MAX_DIMS
+ * entries, zero past to->nd). */
+void tcf_space_split(const tcf_space_t *from, const uint32_t *st, const tcf_space_t *to,
+                     uint32_t *out);
+/* The largest byte offset of a view over sp. */
+uint64_t tcf_space_maxoff(const tcf_space_t *sp, const uint32_t *st);
 
 /* 1 when the op can be reasoned about at all: known dtypes, operand counts in range,
  * non-null pointers whose ranges do not wrap. Anything else is treated as opaque. */

@@ -23,11 +23,12 @@ typedef struct {
 } tcf_fuser_walk_t;
 
 /* An op left alone is counted once, under the more telling of the reasons that cut it off
- * on its two sides: a conflict says more than a size change, which says more than
- * having no fusible neighbour at all. */
+ * on its two sides: a conflict says more than a shape or size change, which says more
+ * than having no fusible neighbour at all. */
 static int rank(int r)
 {
-    return r == TCF_FUSER_OVERLAP ? 3 : r == TCF_FUSER_TOO_BIG ? 2 : r == TCF_FUSER_SIZE;
+    return r == TCF_FUSER_OVERLAP ? 4 : r == TCF_FUSER_TOO_BIG ? 3 : r == TCF_FUSER_SHAPE ? 2
+         : r == TCF_FUSER_SIZE;
 }
 
 /* Ends the group being built; right: why it ends. */

@@ -389,17 +389,13 @@ tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_k
     return TCF_DECODE_OK;
 }
 
-/* IntDivider<uint32_t>'s magic for d (IntegerDivider.cuh): a divisor whose m1 and shift are
+/* IntDivider<uint32_t>'s magic for d (tcf_int_divider): a divisor whose m1 and shift are
  * not these is no OffsetCalculator we understand (or a misread layout). */
 static int tcf_decode_divider_ok(uint32_t d, uint32_t m1, uint32_t shift)
 {
-    uint32_t sh = 0;
-    while (sh < 32 && (1ull << sh) < d)
-        sh++;
-    if (!d || sh >= 32)
-        return 0;
-    uint64_t want = ((1ull << 32) * ((1ull << sh) - d)) / d + 1;
-    return shift == sh && m1 == (uint32_t)want;
+    uint32_t want_m1, want_shift;
+    return tcf_int_divider(d, &want_m1, &want_shift) == 0 && shift == want_shift &&
+           m1 == want_m1;
 }
 
 /* The iteration space of a strided launch (op is filled but for it): dims, sizes, byte
@@ -499,6 +495,40 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
             return tcf_decode_fail(op, st);
     }
     return TCF_DECODE_OK;
+}
+
+int tcf_decode_resize(uint8_t *p, uint32_t params_len, const tcf_op_t *op, uint32_t n,
+                      const uint32_t *sizes)
+{
+    int strided = op && (op->loop == TCF_LOOP_STRIDED || op->loop == TCF_LOOP_STRIDED_CAST);
+    uint64_t count = 1;
+    if (!p || !op || !n || n > 0x7fffffffu || params_len < 4 ||
+        (int32_t)tcf_decode_rd(p, 4) != (int32_t)op->n)
+        return -1;
+    if (strided) {   /* (int N @0, closure @8: OffsetCalculator {int dims; IntDivider[25]}) */
+        const uint8_t *oc = p + 8;
+        if (!sizes || !op->it.ndim || op->it.ndim > TCF_OP_MAX_DIMS ||
+            params_len < 8 + 4 + 12u * op->it.ndim || (int32_t)tcf_decode_rd(oc, 4) != op->it.ndim)
+            return -1;
+        for (unsigned d = 0; d < op->it.ndim; d++) {
+            uint32_t m1, shift;
+            if (!sizes[d] || sizes[d] > op->it.size[d] || tcf_int_divider(sizes[d], &m1, &shift))
+                return -1;
+            count *= sizes[d];
+        }
+        if (count != n)
+            return -1;
+        for (unsigned d = 0; d < op->it.ndim; d++) {
+            uint32_t div[3] = { sizes[d], 0, 0 };
+            tcf_int_divider(sizes[d], &div[1], &div[2]);
+            memcpy(p + 8 + 4 + 12 * d, div, sizeof div);
+        }
+    } else if (n > op->n) {
+        return -1;
+    }
+    int32_t nv = (int32_t)n;
+    memcpy(p, &nv, 4);
+    return 0;
 }
 
 tcf_decode_status_t tcf_decode_launch(const tcf_decode_launch_t *l, tcf_op_t *op)

@@ -26,7 +26,6 @@
     X(BAD_ARGS,          "bad-arguments")     /* NULL name/op/arrays                */   \
     X(NOT_ELEMENTWISE,   "not-elementwise")   /* GEMM, softmax, norms, RNG, ...     */   \
     X(REDUCTION,         "reduction")         /* reduce_kernel: not fusable yet     */   \
-    X(NONCONTIGUOUS,     "noncontiguous")     /* strided/broadcast: not fused yet (exec) */ \
     X(BAD_NAME,          "unparsed-name")     /* an elementwise loop we cannot parse */   \
     X(UNKNOWN_FUNCTOR,   "unknown-functor")   /* loop parsed, no rule for the functor */  \
     X(UNSUPPORTED_DTYPE, "unsupported-dtype") /* double, integers, complex, ...     */   \
@@ -81,6 +80,14 @@ tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_k
 tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_t *params,
                                      uint32_t params_len, const uint32_t grid[3],
                                      const uint32_t block[3], tcf_op_t *op);
+
+/* Rewrites a decoded launch's copied parameter bytes for a smaller problem over the first
+ * corner of the same elements (verification, exec/verify.c): N becomes n and, for the
+ * strided loops, dim d's size sizes[d] (op->it.ndim entries, each at most the launch's,
+ * multiplying to n) with its IntDivider recomputed. Strides, pointers and the functor are
+ * left as they are. 0, or -1 when the bytes are not those of op's launch (no change). */
+int tcf_decode_resize(uint8_t *params, uint32_t params_len, const tcf_op_t *op, uint32_t n,
+                      const uint32_t *sizes);
 
 /* Static strings; "?" for out-of-range values. */
 const char *tcf_decode_reason(tcf_decode_status_t s);

@@ -115,8 +115,19 @@ static void print_group(tcf_plan_state_t *s, unsigned gi, const tcf_fgroup_t *fg
     const tcf_group_t *g = &fg->g;
     char a[3][16], o[16];
     printf("  group %u: items %u-%u, %u ops, n=%" PRIu64 ", %u buffers, %u scalars, vec %u, "
-           "%u stores dropped, %" PRIu64 " bytes avoided\n", gi, fg->first, fg->last, fg->nitems,
+           "%u stores dropped, %" PRIu64 " bytes avoided", gi, fg->first, fg->last, fg->nitems,
            fg->n, g->nbufs, g->nscalars, g->vec, fg->stores_dropped, fg->bytes_avoided);
+    /* an N-d group: its space, innermost first, and each buffer's byte strides over it */
+    for (unsigned d = 0; d < g->ndim; d++)
+        printf("%s%u", d ? "x" : ", space ", fg->args.size[d]);
+    printf("\n");
+    for (unsigned b = 0; g->ndim && b < g->nbufs; b++) {
+        printf("    buf%u %s%s strides", b, dt(g->buf_dt[b]),
+               g->vec > 1 && (g->bcast0 >> b & 1) ? " (broadcast in packs)" : "");
+        for (unsigned d = 0; d < g->ndim; d++)
+            printf(" %u", fg->args.stride[b][d]);
+        printf("\n");
+    }
     for (unsigned k = 0; k < g->nops; k++) {
         const tcf_gop_t *op = &g->ops[k];
         for (unsigned i = 0; i < 3; i++) where(op->in_src[i], a[i], sizeof a[i]);

@@ -78,6 +78,28 @@ EOF
     diff -u "$T/want" "$T/tail"
 }
 
+@test "plan: HF Llama's RMSNorm tail (broadcast, cast, broadcast) is one N-d group in packs" {
+    split "$TCFUSE" plan --window 29 tests/fixtures/trace-hf-llama.jsonl
+    [ "$status" -eq 0 ]
+    plan_only >"$T/plan"
+    cat >"$T/want" <<'EOF'
+  group 2: items 8-10, 3 ops, n=16777216, 6 buffers, 0 scalars, vec 4, 0 stores dropped, 100663296 bytes avoided, space 2048x8192
+    buf0 f32 strides 4 8192
+    buf1 f32 (broadcast in packs) strides 0 4
+    buf2 f32 strides 4 8192
+    buf3 bf16 strides 2 4096
+    buf4 bf16 strides 2 0
+    buf5 bf16 strides 2 4096
+    op 0 (item 8): MUL f32 n=16777216 in buf0,buf1 -> buf2
+    op 1 (item 9): CAST f32->bf16 n=16777216 in op0 -> buf3
+    op 2 (item 10): MUL bf16 n=16777216 in buf4,op1 -> buf5
+EOF
+    grep -A 9 -x '  group 2: items 8-10, .*' "$T/plan" | diff -u "$T/want" -
+    # its kernel indexes the space once per pack of four and loads the row's value once
+    grep -q '^    | extern "C" __global__ void __launch_bounds__(128) tcf_fused(tcf_args_nd a) {$' "$T/out"
+    grep -q '^    |     const float S1 = \*(const float \*)(B1 + o1);$' "$T/out"
+}
+
 @test "plan: --compile compiles each group for sm_90 (skipped without NVRTC)" {
     split "$TCFUSE" plan --compile "$GELU"
     if [ "$status" -ne 0 ] && grep -q 'NVRTC unavailable' "$T/err"; then

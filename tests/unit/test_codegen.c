@@ -1,14 +1,20 @@
 /* Code generation: every op kind x dtype alone, casts in every direction, whole chains
- * (the hand-written tanh-GELU as PyTorch launches it), vec 1 and 16-byte vectors. Each
- * source must be deterministic, depend on structure only (no "0x", garbage in unused
- * fields changes nothing) and compile with NVRTC for sm_90 and sm_80. Bit-exactness is
- * the GPU's to judge: tests/gpu/verify_ops.py. */
+ * (the hand-written tanh-GELU as PyTorch launches it), vec 1 and 16-byte vectors; the same
+ * over N-d spaces (1 to 8 dims, packs with broadcast operands), and every N-d group the
+ * planner forms on the recorded real traces. Each source must be deterministic, depend on
+ * structure only (no "0x", garbage in unused fields changes nothing) and compile with
+ * NVRTC for sm_90 and sm_80. Bit-exactness is the GPU's to judge: tests/gpu/verify_ops.py,
+ * tests/gpu/fuse_views.py. */
+#include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "fuser/fuser.h"
+#include "recognize/decode.h"
+#include "trace/read.h"
 #include "check.h"
 
 #define F TCF_DT_F32
@@ -83,6 +89,7 @@ static tcf_group_t single(const variant_t *v, tcf_dtype_t t, unsigned vec, int f
     static const uint8_t src[3] = { 0, 1, 2 };
     memset(&g, fill, sizeof g);
     g.nops = 1, g.vec = (uint8_t)vec, g.nscalars = 2, g.nbufs = (uint8_t)(v->nin + 1);
+    g.ndim = 0;   /* bcast0 keeps the fill: a contiguous group ignores it */
     set_op(&g, 0, v, t, src, v->nin);
     for (unsigned i = 0; i < v->nin; i++)
         g.buf_dt[i] = g.ops[0].in_dt[i];
@@ -96,7 +103,7 @@ static tcf_group_t cast(tcf_dtype_t from, tcf_dtype_t to, unsigned vec, int fill
 {
     tcf_group_t g;
     memset(&g, fill, sizeof g);
-    g.nops = 1, g.vec = (uint8_t)vec, g.nscalars = 0, g.nbufs = 2;
+    g.nops = 1, g.vec = (uint8_t)vec, g.nscalars = 0, g.nbufs = 2, g.ndim = 0;
     g.buf_dt[0] = from, g.buf_dt[1] = to;
     tcf_gop_t *o = &g.ops[0];
     o->kind = TCF_OP_CAST, o->sarg = 0, o->mode = 0, o->nin = 1, o->nscalar = 0;
@@ -118,7 +125,7 @@ static tcf_group_t hand_gelu(tcf_dtype_t t, unsigned vec, int keep)
                                         { TCF_SRC_OP | 5 }, { TCF_SRC_OP | 0, TCF_SRC_OP | 6 } };
     tcf_group_t g;
     memset(&g, 0x5a, sizeof g);
-    g.nops = 8, g.vec = (uint8_t)vec, g.nscalars = 16, g.nbufs = keep ? 9 : 2;
+    g.nops = 8, g.vec = (uint8_t)vec, g.nscalars = 16, g.nbufs = keep ? 9 : 2, g.ndim = 0;
     for (unsigned b = 0; b < g.nbufs; b++)
         g.buf_dt[b] = t;
     for (unsigned k = 0; k < 8; k++)
@@ -132,7 +139,7 @@ static tcf_group_t chain(tcf_dtype_t t, unsigned first, unsigned count, unsigned
 {
     tcf_group_t g;
     memset(&g, 0xa5, sizeof g);
-    g.nops = (uint8_t)count, g.vec = (uint8_t)vec, g.nscalars = 16, g.nbufs = 4;
+    g.nops = (uint8_t)count, g.vec = (uint8_t)vec, g.nscalars = 16, g.nbufs = 4, g.ndim = 0;
     g.buf_dt[0] = g.buf_dt[1] = g.buf_dt[3] = t, g.buf_dt[2] = Z;
     uint8_t cur = 0, cond = 2;
     for (unsigned k = 0; k < count; k++) {
@@ -165,8 +172,8 @@ typedef struct {
     char log[4096];
 } job_t;
 
-static unit_t units[400];
-static job_t jobs[64];
+static unit_t units[1200];
+static job_t jobs[128];
 static unsigned nunits, njobs, next_job;
 static int have_nvrtc;
 static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -222,7 +229,7 @@ static int compile_units(int arch, const unsigned *idx, unsigned n, char *log, s
     return rc;
 }
 
-static unsigned batch_idx[64][32];
+static unsigned batch_idx[128][32];
 
 static void *worker(void *arg)
 {
@@ -333,6 +340,134 @@ TEST(chains)
         }
 }
 
+/* g over an N-d space of nd dims: at vec > 1, bcast0 marks buffers broadcast along dim 0
+ * (loaded ones only). */
+static tcf_group_t nd_of(tcf_group_t g, unsigned nd, uint16_t bcast0)
+{
+    g.ndim = (uint8_t)nd, g.bcast0 = bcast0;
+    return g;
+}
+
+TEST(nd_every_op)
+{
+    char name[96];
+    for (unsigned d = 0; d < 3; d++)
+        for (unsigned v = 0; v < NVAR; v++)
+            for (unsigned vec = 1; vec <= 8; vec *= 8) {
+                unsigned vv = vec == 1 ? 1 : flt[d] == F ? 4 : 8, nd = 1 + (v + d) % 4;
+                /* at vec > 1 the first input is broadcast along dim 0 */
+                uint16_t bc = vv > 1 ? 1 : 0;
+                tcf_group_t g = nd_of(single(&variants[v], flt[d], vv, 0x00), nd, bc);
+                tcf_group_t g2 = nd_of(single(&variants[v], flt[d], vv, 0xff), nd,
+                                       vv > 1 ? bc : 0xffff);   /* bcast0 unused at vec 1 */
+                snprintf(name, sizeof name, "%s %s vec%u %ud", variants[v].name, dtn[flt[d]], vv, nd);
+                gen(name, &g, &g2, vv == 1 ? 80 : 90, 0);
+            }
+    for (unsigned d = 0; d < 3; d++) {
+        tcf_group_t a = nd_of(hand_gelu(flt[d], 1, 1), 8, 0);
+        snprintf(name, sizeof name, "hand gelu stored %s 8d", dtn[flt[d]]);
+        gen(name, &a, &a, 90, 80);
+        tcf_group_t c = nd_of(chain(flt[d], 0, 18, flt[d] == F ? 4 : 8), 2, 1u << 1);
+        snprintf(name, sizeof name, "chain1 %s 2d packed, y broadcast", dtn[flt[d]]);
+        gen(name, &c, &c, 90, 80);
+    }
+    tcf_group_t c = nd_of(cast(B, F, 4, 0), 2, 0);   /* bf16 -> f32, packs of 4 */
+    gen("cast bf16->f32 2d vec4", &c, &c, 90, 80);
+}
+
+/* Every N-d group the planner forms on the recorded real traces (the planner's view of
+ * their strided and broadcast launches), each distinct source once. */
+typedef struct { int64_t id; char *name; uint32_t np, off[8], sz[8]; } tkern_t;
+
+static unsigned nd_from_trace(const char *path, unsigned *groups)
+{
+    static tcf_item_t items[TCF_FUSER_MAX_ITEMS + 1];
+    static int64_t iwin[TCF_FUSER_MAX_ITEMS + 1];
+    static tcf_plan_t plan;
+    static char src[SRC_CAP];
+    tkern_t *ks = NULL;
+    size_t nk = 0, ni = 0;
+    unsigned added = 0;
+    tcf_trace_event_t ev;
+    tcf_trace_reader_t *r = tcf_trace_read_open(path);
+    if (!CHECK(r != NULL))
+        return 0;
+    while (tcf_trace_read_next(r, &ev) == 1) {
+        tcf_item_t it = { .kind = TCF_ITEM_OPAQUE };
+        if (ev.ev == TCF_TRACE_EV_KERNEL) {
+            ks = realloc(ks, ++nk * sizeof *ks);
+            tkern_t *k = &ks[nk - 1];
+            k->id = ev.u.kernel.id, k->name = strdup(ev.u.kernel.name), k->np = 0;
+            for (size_t i = 0; i < ev.u.kernel.nparams && i < 8; i++, k->np++)
+                k->off[i] = ev.u.kernel.params[i].offset, k->sz[i] = ev.u.kernel.params[i].size;
+            continue;
+        }
+        if (ev.ev == TCF_TRACE_EV_WINDOW) {
+            size_t m = 0;
+            for (size_t i = 0; i < ni; i++)
+                if (iwin[i] == ev.u.window.id) items[m++] = items[i];
+            ni = 0;
+            if (m > TCF_FUSER_MAX_ITEMS || tcf_fuser_plan(items, m, &plan) != 0)
+                continue;
+            for (unsigned gi = 0; gi < plan.ngroups; gi++) {
+                const tcf_group_t *g = &plan.groups[gi].g;
+                int len;
+                if (!g->ndim)
+                    continue;
+                (*groups)++;
+                len = tcf_codegen_source(g, src, sizeof src);
+                if (!CHECK(len > 0))
+                    continue;
+                int seen = 0;
+                for (unsigned u = 0; u < nunits && !seen; u++)
+                    seen = !strcmp(units[u].src, src);
+                if (!seen) {
+                    char name[64];
+                    snprintf(name, sizeof name, "%.30s group %u", strrchr(path, '/') + 1, added++);
+                    gen(name, g, g, 90, 0);
+                }
+            }
+            continue;
+        }
+        if (ev.ev == TCF_TRACE_EV_LAUNCH) {
+            for (size_t i = 0; i < nk; i++) {
+                if (ks[i].id != ev.u.launch.k) continue;
+                const tcf_trace_launch_t *l = &ev.u.launch;
+                tcf_decode_launch_t d = { ks[i].name, ks[i].np, ks[i].off, ks[i].sz, l->params,
+                                          (uint32_t)l->params_len,
+                                          { l->grid[0], l->grid[1], l->grid[2] },
+                                          { l->block[0], l->block[1], l->block[2] } };
+                if (tcf_decode_launch(&d, &it.op) == TCF_DECODE_OK) it.kind = TCF_ITEM_OP;
+                break;
+            }
+        } else if (ev.ev == TCF_TRACE_EV_ALLOC || ev.ev == TCF_TRACE_EV_FREE) {
+            if (ev.u.mem.win < 0) continue;
+            it = (tcf_item_t){ .kind = ev.ev == TCF_TRACE_EV_ALLOC ? TCF_ITEM_ALLOC : TCF_ITEM_FREE,
+                               .ptr = ev.u.mem.ptr, .size = ev.u.mem.size };
+        } else if (ev.ev != TCF_TRACE_EV_MEMSET && ev.ev != TCF_TRACE_EV_MEMCPY) {
+            continue;
+        }
+        if (ni <= TCF_FUSER_MAX_ITEMS)
+            iwin[ni] = ev.ev == TCF_TRACE_EV_LAUNCH ? ev.u.launch.win : ev.u.mem.win, items[ni++] = it;
+    }
+    tcf_trace_read_close(r);
+    for (size_t i = 0; i < nk; i++) free(ks[i].name);
+    free(ks);
+    return added;
+}
+
+TEST(nd_groups_of_recorded_traces)
+{
+    glob_t gl;
+    unsigned distinct = 0, groups = 0;
+    if (!CHECK(glob("tests/fixtures/trace-*.jsonl", 0, NULL, &gl) == 0)) return;
+    for (size_t i = 0; i < gl.gl_pathc; i++) distinct += nd_from_trace(gl.gl_pathv[i], &groups);
+    globfree(&gl);
+    printf("test_codegen: %u N-d groups planned on the recorded traces, %u distinct sources\n",
+           groups, distinct);
+    CHECK(distinct >= 10);   /* the Llama traces alone plan dozens */
+}
+
 /* A few fragments that carry the semantics (PYTORCH-KERNELS.md, decode_rules.def). */
 TEST(fragments)
 {
@@ -361,6 +496,22 @@ TEST(fragments)
     CHECK(tcf_codegen_source(&g, src, sizeof src) > 0);
     CHECK(strstr(src, "o1 = t7;") && !strstr(src, "o2 ="));    /* intermediates not stored */
     CHECK(!strstr(src, "tcf_fbar(t"));                         /* bf16 results round instead */
+    CHECK(!strstr(src, "tcf_args_nd") && !strstr(src, "dims"));  /* a contiguous kernel's text */
+    /* N-d: one decomposition per chunk, IntDivider arithmetic, the outer dim undivided,
+     * byte offsets per buffer; a broadcast operand loaded once for a pack */
+    g = nd_of(single(&variants[3], F, 4, 0), 3, 1u << 1);
+    CHECK(tcf_codegen_source(&g, src, sizeof src) > 0);
+    CHECK(strstr(src, "3 dims */") && strstr(src, "tcf_fused(tcf_args_nd a)"));
+    CHECK(strstr(src, "const unsigned q = (__umulhi(r, a.m1[0]) + r) >> a.shift[0];"));
+    CHECK(strstr(src, "a.m1[1]") && !strstr(src, "a.m1[2]") && strstr(src, "const unsigned x = r;"));
+    CHECK(strstr(src, "o2 += x * a.st[2][2];"));
+    CHECK(strstr(src, "const float S1 = *(const float *)(B1 + o1);"));
+    CHECK(strstr(src, "const tcf_pack<float, 4, 16> L0 = *(const tcf_pack<float, 4, 16> *)(B0 + o0);"));
+    CHECK(strstr(src, "tcf_elem(a.c, L0.v[j], S1, P2.v[j]);"));
+    g = nd_of(single(&variants[3], H, 1, 0), 1, 0);
+    CHECK(tcf_codegen_source(&g, src, sizeof src) > 0);
+    CHECK(strstr(src, "tcf_elem(a.c, *(const tcf_h *)(B0 + o0), *(const tcf_h *)(B1 + o1), "
+                      "*(tcf_h *)(B2 + o2));") && !strstr(src, "__umulhi"));
 }
 
 TEST(malformed_groups_refused)
@@ -389,6 +540,11 @@ TEST(malformed_groups_refused)
     BAD(g.vec = 3);
     BAD(g.vec = 0);
     BAD(g.buf_dt[0] = TCF_DT_NONE);
+    BAD(g.ndim = TCF_OP_MAX_DIMS + 1);
+    BAD((g.ndim = 2, g.bcast0 = 1u << 1));               /* buffer 1 is stored */
+    BAD((g.ndim = 2, g.bcast0 = 1u << 5));               /* no such buffer */
+    g = ok, g.ndim = 2, g.bcast0 = 1u << 1, g.vec = 1;   /* ignored at vec 1 */
+    CHECK(tcf_codegen_source(&g, src, sizeof src) > 0);
     CHECK_EQ_INT(tcf_codegen_source(NULL, src, sizeof src), -1);
     CHECK_EQ_INT(tcf_codegen_source(&ok, NULL, sizeof src), -1);
     CHECK_EQ_INT(tcf_codegen_source(&ok, src, 100), -1);
@@ -430,6 +586,8 @@ int main(void)
     RUN(every_op_alone);
     RUN(casts_every_direction);
     RUN(chains);
+    RUN(nd_every_op);
+    RUN(nd_groups_of_recorded_traces);
     RUN(fragments);
     RUN(malformed_groups_refused);
     RUN(grid);

@@ -6,13 +6,17 @@
  *    (1 + sum (size-1)*stride) within 2^31 (the 32-bit split's guarantee), the output
  *    never broadcast, pointers that look like the device's;
  *  - the refusals name their reason, and corrupted bytes (a divisor's magic, dims, N, the
- *    grid) are refused, never decoded into something else. */
+ *    grid) are refused, never decoded into something else;
+ *  - verification's smaller problem (tcf_decode_resize, with the sizes the fuser picks):
+ *    the rewritten bytes decode to the cut dims with exact IntDividers, the same strides,
+ *    pointers and scalars, and nothing else in them changed. */
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "fuser/fuser.h"
 #include "recognize/decode.h"
 #include "trace/read.h"
 
@@ -184,6 +188,90 @@ TEST(corrupted_bytes_are_refused)
     CHECK(tried >= 20);
 }
 
+/* tcf_int_divider against plain division, as the generated kernels use it: the quotient
+ * (umulhi(n, m1) + n) >> shift (32-bit sum) for n < 2^31, over small, large and power-of-
+ * two divisors; and the bounds. */
+TEST(int_divider)
+{
+    uint64_t seed = 12345;
+    size_t bad = 0;
+    CHECK_EQ_INT(tcf_int_divider(0, &(uint32_t){ 0 }, &(uint32_t){ 0 }), -1);
+    CHECK_EQ_INT(tcf_int_divider(0x80000001u, &(uint32_t){ 0 }, &(uint32_t){ 0 }), -1);
+    for (uint32_t k = 0; k < 6000; k++) {
+        uint32_t d = k < 3000 ? k + 1 : k < 3031 ? 1u << (k - 3000)
+                   : (uint32_t)(seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 1 | 1;
+        uint32_t m1, sh;
+        if (tcf_int_divider(d, &m1, &sh) || (1ull << sh) < d || (sh && (1ull << (sh - 1)) >= d)) {
+            bad++;
+            continue;
+        }
+        for (int j = 0; j < 64; j++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            uint32_t n = j < 4 ? (uint32_t[]){ 0, d - 1, d, 0x7fffffffu }[j] & 0x7fffffffu
+                               : (uint32_t)(seed >> 33);
+            uint32_t t = (uint32_t)(((uint64_t)n * m1) >> 32);
+            bad += ((t + n) >> sh) != n / d;
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* Each decodable launch cut as verification cuts its group when it runs alone (the op's
+ * own space to at most 1000 elements, outer dims first), its bytes rewritten, decoded
+ * again. */
+TEST(resize_for_verification)
+{
+    size_t cut = 0;
+    for (size_t i = 0; i < nls; i++) {
+        tcf_op_t op, op2;
+        tcf_fgroup_t *g = malloc(sizeof *g);
+        if (dec(&ls[i], ls[i].params, ls[i].grid, &op) != TCF_DECODE_OK || !g) {
+            free(g);
+            continue;
+        }
+        tcf_space_t sp;
+        uint32_t ns[TCF_OP_MAX_DIMS], os[TCF_OP_MAX_DIMS], on = 0, grid[3];
+        CHECK_EQ_INT(tcf_fuser_single(&op, g), 0);
+        tcf_fuser_space(&g->g, &g->args, &sp);
+        CHECK(g->g.ndim >= 1 && sp.nd == g->g.ndim);
+        uint64_t total = tcf_fuser_verify_sizes(&sp, 1000, 1, ns);
+        CHECK_EQ_INT(tcf_fuser_op_sizes(&op, &sp, ns, os, &on), 0);
+        CHECK_EQ_U64(total, on);
+        CHECK(on <= 1000 || on <= op.n / sp.size[sp.nd - 1]);
+        uint8_t *p = malloc(ls[i].len);
+        memcpy(p, ls[i].params, ls[i].len);
+        CHECK_EQ_INT(tcf_decode_resize(p, ls[i].len, &op, on, os), 0);
+        unsigned vt = strstr(ls[i].k->name, "ILi128ELi2E") ? 2 : 4;
+        memcpy(grid, ls[i].grid, sizeof grid);
+        grid[0] = (on + 128 * vt - 1) / (128 * vt);
+        if (CHECK_EQ_INT(dec(&ls[i], p, grid, &op2), TCF_DECODE_OK)) {
+            CHECK_EQ_U64(op2.n, on);
+            CHECK(op2.out == op.out && op2.in[0] == op.in[0] && op2.kind == op.kind &&
+                  op2.s[0].bits == op.s[0].bits && op2.it.ndim == op.it.ndim);
+            for (unsigned d = 0; d < op.it.ndim; d++) {
+                CHECK_EQ_INT(op2.it.size[d], os[d]);
+                for (unsigned k = 0; k <= op.nin; k++)
+                    CHECK_EQ_INT(op2.it.stride[k][d], op.it.stride[k][d]);
+            }
+        }
+        /* only N and the dividers of the dims changed */
+        for (uint32_t b = 0; b < ls[i].len; b++)
+            if (p[b] != ls[i].params[b] && !(b < 4) && !(b >= 12 && b < 12 + 12u * op.it.ndim)) {
+                CHECK(!"a byte outside N and the dividers changed");
+                break;
+            }
+        cut += on < op.n;
+        /* refused: more elements than the launch, sizes that are not the dims' product */
+        CHECK_EQ_INT(tcf_decode_resize(p, ls[i].len, &op, op.n + 1, op.it.size), -1);
+        memcpy(p, ls[i].params, ls[i].len);
+        CHECK_EQ_INT(tcf_decode_resize(p, ls[i].len, &op, on + 1, os), -1);
+        CHECK(!memcmp(p, ls[i].params, ls[i].len));   /* a refusal changes nothing */
+        free(p);
+        free(g);
+    }
+    CHECK(cut >= 100);
+}
+
 int main(void)
 {
     glob_t g;
@@ -197,6 +285,8 @@ int main(void)
     RUN(worked_example_broadcast_add);
     RUN(every_recorded_strided_launch);
     RUN(corrupted_bytes_are_refused);
+    RUN(int_divider);
+    RUN(resize_for_verification);
     for (size_t i = 0; i < nls; i++)
         free(ls[i].params);
     for (size_t i = 0; i < nks; i++)

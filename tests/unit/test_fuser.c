@@ -229,6 +229,184 @@ TEST(bind_other_window)
     CHECK_EQ_INT(tcf_fuser_bind(&g, v, 2, &a), -1);   /* shorter window */
 }
 
+/* --- iteration spaces: broadcast, views, shapes ------------------------------------ */
+
+/* it over nd dims (innermost first) with byte strides st[operand][dim]: PyTorch's strided
+ * loop. */
+static tcf_item_t sv(tcf_item_t it, unsigned nd, const uint32_t *size, const uint32_t st[][4])
+{
+    uint32_t n = 1;
+    it.op.loop = TCF_LOOP_STRIDED, it.op.vec = 1, it.op.it.ndim = (uint8_t)nd;
+    for (unsigned d = 0; d < nd; d++) {
+        it.op.it.size[d] = size[d], n *= size[d];
+        for (unsigned o = 0; o < 4; o++) it.op.it.stride[o][d] = st[d][o];
+    }
+    it.op.n = n;
+    return it;
+}
+#define SV(it, nd, sizes, strides) sv(it, nd, (const uint32_t[])sizes, (const uint32_t[][4])strides)
+#define L(...) { __VA_ARGS__ }
+
+/* HF LlamaRMSNorm's tail as PyTorch 2.11 launches it over [rows, hidden]: x * rsqrt (the
+ * row's value broadcast along the hidden dim), .to(bf16) (contiguous), weight * x (the
+ * weight broadcast over rows). */
+TEST(strided_broadcast_rmsnorm)
+{
+    uint64_t x = MB(0), r = MB(1), t0 = MB(2), t1 = MB(3), w = MB(4), y = MB(5);
+    tcf_item_t cast = op3(TCF_OP_CAST, TCF_DT_F32, 64 * 32, t1, 1, t0, 0, 0);
+    cast.op.out_dt = cast.op.res_dt = TCF_DT_BF16;
+    tcf_item_t win[] = {
+        SV(BIN(MUL, t0, x, r), 2, L(64, 32), L(L(4, 4, 0), L(256, 256, 4))),
+        cast,
+        SV(op3(TCF_OP_MUL, TCF_DT_BF16, 0, y, 2, w, t1, 0), 2, L(64, 32), L(L(2, 2, 2), L(128, 0, 128))),
+        free_(t0), free_(t1),
+    };
+    CHECK_EQ_INT(PLAN(win), 0);
+    if (!CHECK_EQ_INT(plan.ngroups, 1)) return;
+    const tcf_fgroup_t *g = &plan.groups[0];
+    CHECK(g->nitems == 3 && g->g.ndim == 2 && g->args.size[0] == 64 && g->args.size[1] == 32);
+    uint32_t m1 = 0, sh = 0;
+    CHECK_EQ_INT(tcf_int_divider(64, &m1, &sh), 0);
+    CHECK(g->args.m1[0] == m1 && g->args.shift[0] == sh && sh == 6);
+    CHECK(gop(0, 1)->in_src[0] == SRC(0) && gop(0, 2)->in_src[1] == SRC(1));
+    CHECK(gop(0, 0)->out_buf == TCF_NO_STORE && gop(0, 1)->out_buf == TCF_NO_STORE);
+    CHECK(g->stores_dropped == 2 && g->g.nbufs == 4);          /* x r w y */
+    CHECK(g->args.buf[0] == x && g->args.buf[1] == r && g->args.buf[2] == w && g->args.buf[3] == y);
+    CHECK(g->args.stride[1][0] == 0 && g->args.stride[1][1] == 4);     /* one value a row */
+    CHECK(g->args.stride[2][0] == 2 && g->args.stride[2][1] == 0);     /* the weight */
+    CHECK(g->args.stride[3][0] == 2 && g->args.stride[3][1] == 128);
+    CHECK(g->g.vec == 4 && g->g.bcast0 == (1u << 1));          /* r: one load per pack */
+    for (int q = 0; q < TCF_FUSER_NREASON; q++) CHECK_EQ_INT(plan.reasons[q], 0);
+    tcf_fused_args_t a;
+    CHECK_EQ_INT(tcf_fuser_bind(g, win, 5, &a), 0);
+    CHECK(!memcmp(&a, &g->args, sizeof a));
+    /* the same chain at another row count binds (sizes are arguments) */
+    tcf_item_t w2[5];
+    memcpy(w2, win, sizeof w2);
+    w2[0].op.it.size[1] = w2[2].op.it.size[1] = 7, w2[0].op.n = w2[2].op.n = w2[1].op.n = 64 * 7;
+    CHECK_EQ_INT(tcf_fuser_bind(g, w2, 5, &a), 0);
+    CHECK(a.n == 64 * 7 && a.size[1] == 7 && a.size[0] == 64);
+    /* a weight sliced every other element: no packs, another kernel */
+    w2[2].op.it.stride[1][0] = 4;
+    CHECK_EQ_INT(tcf_fuser_bind(g, w2, 5, &a), -1);
+    CHECK(P(w2, 5) == 0 && plan.ngroups == 1 && plan.groups[0].g.vec == 1 && plan.groups[0].g.bcast0 == 0);
+}
+
+TEST(strided_spaces_and_views)
+{
+    uint64_t x = MB(0), t = MB(1), y = MB(2), z = MB(3);
+    /* [32, 4] then the same bytes as [8, 4, 4]: the common space is [8, 4, 4]; read in the
+     * layout it was written, the value is forwarded */
+    tcf_item_t same[] = { SV(UN(EXP, t, x), 2, L(32, 4), L(L(4, 4), L(128, 128))),
+                          SV(UN(TANH, y, t), 3, L(8, 4, 4), L(L(4, 4), L(32, 32), L(128, 128))) };
+    CHECK_EQ_INT(PLAN(same), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].g.ndim == 3 && gop(0, 1)->in_src[0] == SRC(0));
+    CHECK(plan.groups[0].args.size[0] == 8 && plan.groups[0].args.size[1] == 4 &&
+          plan.groups[0].args.size[2] == 4 && plan.groups[0].args.stride[0][1] == 32);
+    /* ... read transposed (dims 1 and 2 swapped): another thread wrote those bytes */
+    tcf_item_t perm[] = { same[0], SV(UN(TANH, y, t), 3, L(8, 4, 4), L(L(4, 4), L(32, 128), L(128, 32))) };
+    CHECK_EQ_INT(PLAN(perm), 0);
+    CHECK(plan.ngroups == 0 && plan.reasons[TCF_FUSER_OVERLAP] == 2);   /* both sides */
+    /* spaces with no common refinement: [6, 4] and [4, 6] */
+    tcf_item_t shape[] = { SV(UN(EXP, t, x), 2, L(6, 4), L(L(4, 4), L(24, 24))),
+                           SV(UN(EXP, y, z), 2, L(4, 6), L(L(4, 4), L(16, 16))) };
+    CHECK_EQ_INT(PLAN(shape), 0);
+    CHECK(plan.ngroups == 0 && plan.reasons[TCF_FUSER_SHAPE] == 2);
+    /* a contiguous op joins: contiguous strides over the group's space */
+    tcf_item_t cont[] = { SV(BIN(ADD, t, x, z), 2, L(16, 64), L(L(4, 4, 0), L(64, 64, 4))),
+                          op3(TCF_OP_EXP, TCF_DT_F32, 16 * 64, y, 1, t, 0, 0) };
+    CHECK_EQ_INT(PLAN(cont), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].g.ndim == 2 && gop(0, 1)->in_src[0] == SRC(0));
+    CHECK(plan.groups[0].args.stride[3][0] == 4 && plan.groups[0].args.stride[3][1] == 64);
+    CHECK(plan.groups[0].g.vec == 4 && plan.groups[0].g.bcast0 == 1u << 1);   /* z per row */
+    /* two views of one buffer read, never written: two buffers of the kernel */
+    tcf_item_t xt[] = { SV(BIN(ADD, t, x, x), 2, L(16, 16), L(L(4, 4, 64), L(64, 64, 4))),
+                        SV(BIN(MUL, y, t, x), 2, L(16, 16), L(L(4, 4, 64), L(64, 64, 4))) };
+    CHECK_EQ_INT(PLAN(xt), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].g.nbufs == 4 && plan.groups[0].g.vec == 1);
+    CHECK(plan.groups[0].args.buf[0] == x && plan.groups[0].args.buf[1] == x);
+    CHECK(gop(0, 1)->in_src[1] == 1 && plan.groups[0].args.stride[1][0] == 64);
+    /* ... but writing x through one view while the other reads it is an overlap */
+    xt[1].op.out = x;
+    CHECK_EQ_INT(PLAN(xt), 0);
+    CHECK(plan.ngroups == 0 && plan.reasons[TCF_FUSER_OVERLAP] == 2);
+    /* x[:, ::2]: not contiguous along dim 0, scalar code; an expanded scalar (0 strides)
+     * broadcast in packs; a row of 5 read as 4: packs misaligned */
+    tcf_item_t sl[] = { SV(UN(EXP, t, x), 2, L(16, 8), L(L(4, 8), L(64, 128))), UN(EXP, y, t) };
+    sl[1].op.n = 128;
+    CHECK(PLAN(sl) == 0 && plan.ngroups == 1 && plan.groups[0].g.vec == 1);
+    tcf_item_t ex[] = { SV(BIN(ADD, t, x, z), 2, L(16, 8), L(L(4, 4, 0), L(64, 64, 0))), UN(EXP, y, t) };
+    ex[1].op.n = 128;
+    CHECK(PLAN(ex) == 0 && plan.ngroups == 1 && plan.groups[0].g.vec == 4 &&
+          plan.groups[0].g.bcast0 == 1u << 1);
+    tcf_item_t row5[] = { SV(UN(EXP, t, x), 2, L(4, 8), L(L(4, 4), L(16, 20))), UN(EXP, y, t) };
+    row5[1].op.n = 32;
+    CHECK(PLAN(row5) == 0 && plan.ngroups == 1 && plan.groups[0].g.vec == 1);
+    tcf_item_t odd[] = { SV(UN(EXP, t, x), 2, L(6, 8), L(L(4, 4), L(24, 24))), UN(EXP, y, t) };
+    odd[1].op.n = 48;   /* 6 is no multiple of 4 */
+    CHECK(PLAN(odd) == 0 && plan.ngroups == 1 && plan.groups[0].g.vec == 1);
+    /* 32-bit offsets: a contiguous op of 4 GiB stays out of an N-d group */
+    tcf_item_t big[] = { SV(op3(TCF_OP_EXP, TCF_DT_BOOL, 0, MB(2048), 1, x, 0, 0), 2,
+                            L(1u << 15, 1u << 15), L(L(1, 1), L(1u << 15, 1u << 15))),
+                         op3(TCF_OP_CAST, TCF_DT_F32, 1u << 30, MB(4096), 1, MB(2048), 0, 0) };
+    big[1].op.in_dt[0] = TCF_DT_BOOL;
+    CHECK(PLAN(big) == 0 && plan.ngroups == 0 && plan.reasons[TCF_FUSER_TOO_BIG] == 2);
+}
+
+/* A block freed after a group op loaded it and handed out again, at another element size,
+ * for a later op's output (PyTorch's allocator between Llama's residual add and its float
+ * cast): in one kernel a thread would overwrite bytes another has yet to load. */
+TEST(dead_block_reused_at_another_size)
+{
+    uint64_t a = MB(0), b = MB(1), sum = MB(2), sq = MB(3);
+    tcf_item_t add = scal(op3(TCF_OP_ADD, TCF_DT_BF16, N, sum, 2, a, b, 0), 0, 1, 0, 1);
+    tcf_item_t cast = op3(TCF_OP_CAST, TCF_DT_F32, N, b, 1, sum, 0, 0);
+    cast.op.in_dt[0] = TCF_DT_BF16, cast.op.loop = TCF_LOOP_CAST;
+    tcf_item_t w[] = { add, free_(b), alloc_(b), cast, UN(POW2, sq, b) };
+    CHECK_EQ_INT(PLAN(w), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].first == 3 && plan.groups[0].nitems == 2);
+    CHECK_EQ_INT(plan.reasons[TCF_FUSER_OVERLAP], 1);
+    /* the same view handed out again: each thread reads its element, then writes it */
+    tcf_item_t same[] = { UN(EXP, sum, b), free_(b), alloc_(b), UN(TANH, b, sum) };
+    CHECK_EQ_INT(PLAN(same), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].nitems == 2 && plan.groups[0].g.nbufs == 3);
+    CHECK(plan.groups[0].args.buf[0] == b && plan.groups[0].args.buf[2] == b);
+}
+
+/* Verification's smaller problem: outer dims cut first, each op's dims follow. */
+TEST(verify_shrink)
+{
+    uint32_t ns[TCF_OP_MAX_DIMS], os[TCF_OP_MAX_DIMS], on;
+    tcf_space_t a = { 2, { 2048, 8192 } }, b = { 4, { 128, 16, 2048, 4 } }, c = { 1, { 7 } },
+                d = { 2, { 100000, 3 } };
+    CHECK_EQ_U64(tcf_fuser_verify_sizes(&a, 70001, 1, ns), 2048 * 34);
+    CHECK(ns[0] == 2048 && ns[1] == 34);
+    CHECK_EQ_U64(tcf_fuser_verify_sizes(&b, 70001, 1, ns), 128 * 16 * 34);
+    CHECK(ns[0] == 128 && ns[1] == 16 && ns[2] == 34 && ns[3] == 1);
+    CHECK(tcf_fuser_verify_sizes(&c, 70001, 1, ns) == 7 && ns[0] == 7);
+    CHECK(tcf_fuser_verify_sizes(&d, 70001, 1, ns) == 70001 && ns[0] == 70001 && ns[1] == 1);
+    /* a packed kernel's dim 0, cut: whole packs (fuse_views' [307500] at vec 4 ran one past
+     * the cut) */
+    tcf_space_t e = { 1, { 307500 } };
+    CHECK(tcf_fuser_verify_sizes(&e, 70001, 4, ns) == 70000 && ns[0] == 70000);
+    CHECK(tcf_fuser_verify_sizes(&e, 70001, 1, ns) == 70001);
+    CHECK(tcf_fuser_verify_sizes(&d, 70001, 8, ns) == 70000);
+    tcf_space_t f = { 2, { 100001, 3 } };   /* not a multiple of the pack: no packs, as is */
+    CHECK(tcf_fuser_verify_sizes(&f, 70001, 4, ns) == 70001);
+    /* ops over b: its own dims; a contiguous one; one whose dims are coarser, with a
+     * dim of size 1 inside */
+    CHECK_EQ_U64(tcf_fuser_verify_sizes(&b, 70001, 1, ns), 69632);
+    tcf_item_t s4 = SV(UN(EXP, MB(1), MB(0)), 4, L(128, 16, 2048, 4), L(L(4, 4), L(512, 512), L(8192, 8192), L(1u << 24, 1u << 24)));
+    CHECK(tcf_fuser_op_sizes(&s4.op, &b, ns, os, &on) == 0 && on == 69632);
+    CHECK(os[0] == 128 && os[1] == 16 && os[2] == 34 && os[3] == 1);
+    tcf_item_t c1 = op3(TCF_OP_EXP, TCF_DT_F32, 1u << 24, MB(1), 1, MB(0), 0, 0);
+    CHECK(tcf_fuser_op_sizes(&c1.op, &b, ns, os, &on) == 0 && on == 69632);
+    tcf_item_t s3 = SV(UN(EXP, MB(1), MB(0)), 3, L(2048, 1, 8192), L(L(4, 4), L(0, 0), L(8192, 8192)));
+    CHECK(tcf_fuser_op_sizes(&s3.op, &b, ns, os, &on) == 0 && os[0] == 2048 && os[1] == 1 && os[2] == 34);
+    tcf_item_t bad = SV(UN(EXP, MB(1), MB(0)), 2, L(4096, 4096), L(L(4, 4), L(16384, 16384)));
+    CHECK_EQ_INT(tcf_fuser_op_sizes(&bad.op, &b, ns, os, &on), -1);  /* 4096: no boundary of b */
+}
+
 /* --- recorded launches ------------------------------------------------------------- */
 static tcf_item_t gelu[8];
 static int ngelu;
@@ -318,12 +496,26 @@ TEST(hand_gelu_is_one_group_of_8)
     CHECK_EQ_U64(g->bytes_avoided, 56u << 20);   /* 72 bytes an element one by one */
 }
 
+/* An operand's extent end, from its own dims (independently of space.c). */
+static uint64_t extent_end(const tcf_op_t *op, unsigned o)
+{
+    int d = o ? op->in_dt[o - 1] : op->out_dt;
+    uint64_t es = d == TCF_DT_F32 ? 4 : d == TCF_DT_BOOL ? 1 : 2, m = 0;
+    uint64_t p = o ? op->in[o - 1] : op->out;
+    if (!op->it.ndim)
+        return p + op->n * es;
+    for (unsigned k = 0; k < op->it.ndim; k++)
+        m += (uint64_t)(op->it.size[k] - 1) * op->it.stride[o][k];
+    return p + m + es;
+}
+
 /* Walks each span again, independently of the builder: ops equal in n; every operand
- * equal to or disjoint from every live range (a free of its exact pointer retires one). */
+ * written equal to or disjoint from every live range, and every operand disjoint from or
+ * equal to every live range written (a free of its exact pointer retires one). */
 static int group_sane(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g)
 {
     uint64_t lo[4 * TCF_GROUP_MAX_OPS], hi[4 * TCF_GROUP_MAX_OPS];
-    int dt[4 * TCF_GROUP_MAX_OPS], nr = 0;
+    int dt[4 * TCF_GROUP_MAX_OPS], wr[4 * TCF_GROUP_MAX_OPS], nr = 0;
     unsigned k = 0;
     for (size_t i = g->first; i <= g->last && i < n; i++) {
         for (int r = 0; r < nr && it[i].kind == TCF_ITEM_FREE; r++)
@@ -332,18 +524,22 @@ static int group_sane(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g)
         if (k >= g->nitems || g->items[k++] != i || it[i].op.n != g->n) return 0;
         for (unsigned o = 0; o <= it[i].op.nin; o++) {
             int d = o ? it[i].op.in_dt[o - 1] : it[i].op.out_dt;
-            uint64_t p = o ? it[i].op.in[o - 1] : it[i].op.out;
-            uint64_t e = p + g->n * (d == TCF_DT_F32 ? 4 : d == TCF_DT_BOOL ? 1 : 2);
+            uint64_t p = o ? it[i].op.in[o - 1] : it[i].op.out, e = extent_end(&it[i].op, o);
             for (int r = 0; r < nr; r++)
-                if (dt[r] >= 0 && p < hi[r] && lo[r] < e && (p != lo[r] || e != hi[r] || d != dt[r]))
+                if (dt[r] >= 0 && p < hi[r] && lo[r] < e && (!o || wr[r]) &&
+                    (p != lo[r] || e != hi[r] || d != dt[r]))
                     return 0;
-            lo[nr] = p, hi[nr] = e, dt[nr++] = d;
+            lo[nr] = p, hi[nr] = e, dt[nr] = d, wr[nr++] = !o;
         }
     }
     return k == g->nitems && g->nitems >= 2;
 }
 
 typedef struct { int64_t id; char *name; uint32_t np, *off, *sz; } kern_t;
+
+/* N-d groups met in the last trace planned, and among them HF LlamaRMSNorm's tail
+ * (x * rsqrt broadcast, .to(bf16), weight * x) as one packed kernel. */
+static size_t nd_groups, rms_tails;
 
 /* Plans every window of a trace; checks invariants; prints coverage. */
 static void plan_trace(const char *path)
@@ -352,6 +548,7 @@ static void plan_trace(const char *path)
     static int64_t iwin[TCF_FUSER_MAX_ITEMS + 1];
     kern_t *ks = NULL;
     size_t nk = 0, ni = 0, launches = 0, ops = 0, fused = 0, groups = 0, big = 0, bad = 0;
+    nd_groups = rms_tails = 0;
     uint64_t avoided = 0;
     tcf_trace_event_t ev;
     tcf_trace_reader_t *r = tcf_trace_read_open(path);
@@ -380,6 +577,11 @@ static void plan_trace(const char *path)
                 bad += !group_sane(items, m, g) || tcf_fuser_bind(g, items, m, &a) != 0 ||
                        memcmp(&a, &g->args, sizeof a) != 0;
                 fused += g->nitems, avoided += g->bytes_avoided;
+                nd_groups += g->g.ndim > 0;
+                rms_tails += g->nitems == 3 && g->g.ndim == 2 && g->g.vec == 4 &&
+                             g->g.ops[0].kind == TCF_OP_MUL && g->g.ops[1].kind == TCF_OP_CAST &&
+                             g->g.ops[2].kind == TCF_OP_MUL && g->g.bcast0 &&
+                             g->g.ops[1].in_src[0] == SRC(0) && g->g.ops[2].in_src[1] == SRC(1);
                 for (unsigned k = 0; k < g->nitems; k++) bad += plan.item_group[g->items[k]] != (int)gi;
             }
             groups += plan.ngroups;
@@ -409,8 +611,8 @@ static void plan_trace(const char *path)
     tcf_trace_read_close(r);
     CHECK_EQ_INT(bad, 0);
     printf("  %s: %zu launches, %zu ops decoded (%.1f%%), %zu fused (%.1f%% of ops) in %zu groups, "
-           "%llu bytes avoided%s\n", path, launches, ops, launches ? 100.0 * ops / launches : 0.0,
-           fused, ops ? 100.0 * fused / ops : 0.0, groups, (unsigned long long)avoided,
+           "%zu N-d, %llu bytes avoided%s\n", path, launches, ops, launches ? 100.0 * ops / launches : 0.0,
+           fused, ops ? 100.0 * fused / ops : 0.0, groups, nd_groups, (unsigned long long)avoided,
            big ? " (windows over the item limit skipped)" : "");
     for (size_t i = 0; i < nk; i++) free(ks[i].name), free(ks[i].off), free(ks[i].sz);
     free(ks);
@@ -422,6 +624,10 @@ TEST(recorded_traces)
     if (glob("tests/fixtures/*.jsonl", 0, NULL, &gl) != 0) return;
     for (size_t i = 0; i < gl.gl_pathc; i++) plan_trace(gl.gl_pathv[i]);
     globfree(&gl);
+    /* two norms a layer and the final one; the trace holds two layers of the forward */
+    plan_trace("tests/fixtures/trace-hf-llama.jsonl");
+    CHECK(rms_tails >= 5);
+    CHECK(nd_groups > rms_tails);
 }
 
 int main(void)
@@ -434,6 +640,10 @@ int main(void)
     RUN(bind_other_window);
     RUN(hand_gelu_is_one_group_of_8);
     RUN(single_op_group);
+    RUN(strided_broadcast_rmsnorm);
+    RUN(strided_spaces_and_views);
+    RUN(dead_block_reused_at_another_size);
+    RUN(verify_shrink);
     RUN(recorded_traces);
     return check_main_end();
 }
