@@ -50,6 +50,8 @@ CLASS = {"pass": OK, "xfail": OK, "skip": SKIP, "fail": BAD, "error": BAD, "xpas
 STICKY = ("device-side assert", "illegal memory access", "unspecified launch failure",
           "misaligned address", "illegal instruction", "CUDA error: an illegal")
 MSG_MAX = 6000
+# PyTorch's TestCase ends a failure's message with how to run the test again: not the cause.
+REPRO = re.compile(r"To execute this test, run|^\s+python test_\w+\.py |PYTORCH_PRINT_REPRO_ON_FAILURE")
 
 
 # ---- selection ------------------------------------------------------------------------
@@ -307,7 +309,10 @@ def mode_env(name, extra, a, mode_dir):
     if name != "plain":
         cache = os.path.join(mode_dir, "cache")
         os.makedirs(cache, mode=0o700, exist_ok=True)
+        # Info messages too (a generated kernel that failed its check, a compile that
+        # failed: what a fallback was): they go to the log file, the tests see nothing.
         env.update({"LD_PRELOAD": a.lib, "TCFUSE_MODE": "fuse", "TCFUSE_STATS": "1",
+                    "TCFUSE_VERBOSE": "2",
                     "TCFUSE_LOG_FILE": os.path.join(mode_dir, "tcfuse-%p.log"),
                     "TCFUSE_CACHE_DIR": cache})
     env.update(extra)
@@ -613,7 +618,7 @@ def tcfuse_stats(paths):
                             fallbacks[k] = fallbacks.get(k, 0) + int(v)
                 continue
             in_stats = False
-            key = re.sub(r"0x[0-9a-f]+|\d+", "N", body)[:200]
+            key = re.sub(r"0x[0-9a-fA-F]+|\b\d+\b", "N", body)[:200]  # keeps f32, vec4
             other[key] = other.get(key, 0) + 1
     tot["fallbacks"] = fallbacks
     tot["other_lines"] = sorted(other.items(), key=lambda kv: -kv[1])[:30]
@@ -732,7 +737,7 @@ def render(res):
                     st["launches_removed"], st["stores_dropped"], st["kernels_generated"],
                     st["kernels_compiled"], st["kernels_disk"], st["kernels_verified"],
                     st["kernels_checked"], st["kernels_disabled"], json.dumps(st["fallbacks"])))
-        for line, n in st["other_lines"][:8]:
+        for line, n in st["other_lines"][:12]:
             L.append("  tcfuse %s log x%d: %s" % (name, n, line[:160]))
     L.append("differences from plain: %d" % len(res["diffs"]))
     for d in res["diffs"][:40]:
@@ -740,7 +745,7 @@ def render(res):
         # The error's last lines; for a crash or a hang, the test's own frames (the
         # watchdog's stack dump and the log tail also hold the runner's).
         last = [l for l in d["msg"].splitlines() if l.strip() and "ptests.py" not in l
-                and not l.startswith("# start")][-3:]
+                and not l.startswith("# start") and not REPRO.search(l)][-3:]
         for l in last:
             L.append("      " + l[:200])
     for r in res["reruns"]:
