@@ -79,6 +79,103 @@ def stats_text(launches, windows, sync, idle, ctxsync, frees):
     return STATS % (launches, windows, windows - 2, windows, sync, idle, ctxsync, frees)
 
 
+FAKE_PTEST = '''import os, time, unittest
+MODE = os.environ.get("TCFUSE_MODE", "")
+
+class TestFakeCUDA(unittest.TestCase):
+    def test_ok_cuda_float32(self): pass
+    def test_other_dtype_cuda_float64(self): pass
+    def test_no_dtype_cuda(self): pass
+    def test_skip_cuda_float16(self): self.skipTest("no reason")
+    def test_fail_cuda_bfloat16(self): self.assertEqual(1, 2)
+    def test_multi_cuda_int64_float32(self): pass
+    @unittest.expectedFailure
+    def test_xfail_cuda_float32(self): self.fail("expected")
+    def test_fuseonly_cuda_float32(self): self.assertNotEqual(MODE, "fuse", "differs under tcfuse")
+    def test_crash_cuda_float32(self):
+        if MODE == "fuse" and os.environ.get("TCFUSE_FUSION") != "0":
+            os.abort()
+    def test_hang_cuda_float16(self):
+        if MODE == "fuse" and os.environ.get("TCFUSE_COMPILE_WAIT") != "1":
+            time.sleep(60)
+    def test_sticky_cuda_bfloat16(self):
+        if MODE == "fuse":
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    def test_sub_cuda_float16(self):
+        for i in range(2):
+            with self.subTest(i=i):
+                self.assertTrue(i == 0 or MODE != "fuse")
+
+class TestFakeCPU(unittest.TestCase):
+    def test_ok_cpu_float32(self): pass
+'''
+
+FUSE_STATS = '''tcfuse: stats: mode fuse, pid %d
+tcfuse:   launches      100 (5 distinct kernels)
+tcfuse:   decoded       80 of 100 launches (80.0%%): 60 held, 20 issued at once
+tcfuse:   fused         7 groups; 30 launches removed, 12 stores dropped, 1 MiB of traffic avoided
+tcfuse:   kernels       3 generated: 2 compiled, 1 from the disk cache, 3 verified; 5 decoded kernels checked alone, 1 disabled
+tcfuse:   fallbacks     held_failed 2, compile_failed 1
+tcfuse:   not held      none
+tcfuse: fuse: compile failed: error at 0x%x
+'''
+
+
+def ptests_checks(d):
+    """tests/gpu/pytorch-tests on fake test files (no GPU, no torch, no preload): the
+    selection, the outcome kinds, restarts after a crash, a hang and a broken CUDA context,
+    the differences from plain, the reruns and their variants, the stats sums."""
+    import ptests
+    tdir = os.path.join(d, "fake-tests")
+    os.makedirs(tdir)
+    for name in ("test_unary_ufuncs", "test_binary_ufuncs", "test_reductions"):
+        with open(os.path.join(tdir, name + ".py"), "w") as f:
+            f.write(FAKE_PTEST if name == "test_unary_ufuncs" else FAKE_PTEST.split("    def test_fuseonly")[0])
+    check(ptests.selected("m.TestXCUDA.test_a_cuda_bfloat16", {"bfloat16"}) and
+          ptests.selected("m.TestXCUDA.test_a_cuda_int64_float32", {"float32"}) and
+          not ptests.selected("m.TestXCUDA.test_a_cuda_float64", {"float32"}) and
+          not ptests.selected("m.TestXCUDA.test_a_cuda", {"float32"}) and
+          not ptests.selected("m.TestXCPU.test_a_cpu_float32", {"float32"}), "ptests selection")
+    work = os.path.join(d, "ptw")
+    env = dict(os.environ, PTESTS_FORCE="1", PTESTS_LIB="", PTESTS_SHARDS="2", PTESTS_BUDGET="20",
+               PTESTS_TEST_TIMEOUT="2", PTESTS_RERUN_BUDGET="25", PTESTS_WORK=work)
+    env.pop("OUT", None)
+    r = subprocess.run([os.path.join(HERE, "pytorch-tests"), tdir], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
+    try:
+        s = json.load(open(os.path.join(work, "summary.json")))
+    except (OSError, ValueError):
+        s = None
+    check(r.returncode == 1 and s is not None and "differ from plain" in r.stdout, "ptests runs", r.stdout[-1500:])
+    if s is None:
+        return
+    sel = s["selected"]
+    check(sel == {"test_unary_ufuncs": 10, "test_binary_ufuncs": 5, "test_reductions": 5}, "ptests selected", sel)
+    pu = s["modes"]["plain"]["test_unary_ufuncs"]
+    check((pu["pass"], pu["fail"], pu["skip"], pu["xfail"], pu["not_run"]) == (7, 1, 1, 1, 0), "ptests plain", pu)
+    fu = s["modes"]["fuse"]["test_unary_ufuncs"]
+    check((fu["pass"], fu["fail"], fu["error"], fu["crash"], fu["timeout"], fu["not_run"]) == (2, 3, 1, 1, 1, 0),
+          "ptests fuse: restarted after crash, hang and a broken context", fu)
+    diffs = sorted(x["id"].rsplit(".", 1)[1] for x in s["diffs"])
+    check(diffs == ["test_crash_cuda_float32", "test_fuseonly_cuda_float32", "test_hang_cuda_float16",
+                    "test_sticky_cuda_bfloat16", "test_sub_cuda_float16"], "ptests differences", diffs)
+    rr = {x["id"].rsplit(".", 1)[1]: x["variants"] for x in s["reruns"]}
+    check(rr.get("test_crash_cuda_float32") == {"plain": "pass", "fuse-trace": "crash", "fuse-nofusion": "pass",
+                                                "plain-async": "pass", "fuse-wait": "crash"} and
+          rr.get("test_hang_cuda_float16", {}).get("fuse-wait") == "pass", "ptests reruns", rr)
+    logs = []
+    for pid in (1, 2):
+        p = os.path.join(d, "tcfuse-%d.log" % pid)
+        with open(p, "w") as f:
+            f.write(FUSE_STATS % (pid, pid))
+        logs.append(p)
+    st = ptests.tcfuse_stats(logs)
+    check((st["processes"], st["launches"], st["decoded"], st["groups_fused"], st["launches_removed"],
+           st["kernels_generated"], st["kernels_disabled"]) == (2, 200, 160, 14, 60, 6, 2) and
+          st["fallbacks"] == {"held_failed": 4, "compile_failed": 2} and
+          st["other_lines"][0][1] == 2, "ptests stats sums", st)
+
+
 def main():
     py = sys.executable
     with tempfile.TemporaryDirectory() as d:
@@ -255,6 +352,8 @@ def main():
         res = json.load(open(os.path.join(d, "bu", "results.json")))["results"]
         check(not [r for r in res if "repeat" in r] and "7 runs not started" in out,
               "run-all budget", out[-800:])
+
+        ptests_checks(d)
     print("selftest: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
