@@ -170,7 +170,8 @@ static void tcf_reduce_thread(tcf_rsb_t *b, const tcf_reduce_shape_t *s, const t
     char e[128];
     const char *tail_ok = s->split_y ? "ty == 0" : "true";   /* should_reduce_tail() */
     int pro = sp && sp->prologue;
-    tcf_rput(b, "    const unsigned long long base = a.src + r.in_off;\n");
+    if (!pro || s->vectorize)   /* the row's address: its data, or its alignment */
+        tcf_rput(b, "    const unsigned long long base = a.src + r.in_off;\n");
     if (!pro)
         tcf_rput(b, "    const tcf_in *const row = (const tcf_in *)base;\n");
     if (!s->vectorize) {
@@ -307,9 +308,9 @@ int tcf_reduce_source(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp
                  "static_assert(sizeof(tcf_rargs) == 224, \"tcf_reduce_args_t layout\");\n"
                  "struct tcf_row { unsigned row; unsigned long long in_off, out_off; };\n"
                  "typedef %s tcf_in;\ntypedef %s tcf_acc;\ntypedef %s tcf_out;\n"
-                 "constexpr unsigned TCF_BW = %u, TCF_BH = %u;   /* the block */\n"
-                 "constexpr unsigned TCF_G = %u, TCF_ROWS = %u;  /* threads a row, rows a block */\n"
-                 "constexpr unsigned TCF_VT0 = %u, TCF_V = %u;   /* accumulators; vector lanes */\n",
+                 "enum : unsigned { TCF_BW = %u, TCF_BH = %u,   /* the block */\n"
+                 "  TCF_G = %u, TCF_ROWS = %u,                  /* threads a row, rows a block */\n"
+                 "  TCF_VT0 = %u, TCF_V = %u };                 /* accumulators; vector lanes */\n",
              tcf_codegen_ctype(s->in_dt), tcf_codegen_ctype(s->acc_dt), tcf_codegen_ctype(s->out_dt),
              s->bw, s->bh, s->split_y ? (unsigned)s->bw * s->bh : s->bw, s->split_y ? 1u : s->bh,
              s->vt0, s->ivs);
