@@ -1,9 +1,10 @@
 /* Row-reduction code generation (codegen/gen_reduce.c): the structure of the source for
  * each configuration class (which trees, which barriers, which accumulators, which
  * conversions), determinism, refusal of malformed shapes, the splice points, and NVRTC
- * compiles for sm_90 and sm_80 of every op and dtype pair on every class (when NVRTC is
- * found; sm_80 for bfloat16, whose conversions differ there). That the order is PyTorch's is test_reduce_emu's to check on the CPU, and
- * tests/gpu/reduce_check.py's on the GPU. */
+ * compiles of every op and dtype pair on every class for sm_90, and of the bfloat16 ones
+ * (whose conversions differ there) for sm_80, when NVRTC is found. That the order is
+ * PyTorch's is test_reduce_emu's to check on the CPU, and tests/gpu/reduce_check.py's on
+ * the GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
