@@ -6,8 +6,12 @@
  * run beside PyTorch's own kernel. Fixed formats, so tests can match lines. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "codegen/reduce.h"
@@ -22,18 +26,34 @@ void tcf_tool_help_reduce(FILE *f);
 
 typedef struct { char *name; uint32_t np, *off, *sz; } tcf_red_kernel_t;
 
+/* One reduce_kernel launch, printed once every kernel is compiled (in parallel). */
+typedef struct {
+    char *text;                           /* "reduce N: ..." without the newline */
+    char *tail;                           /* " kernel=rI ... args=HEX" (--emit), or NULL */
+    long src;                             /* its kernel among the distinct ones; -1 none */
+} tcf_red_rec_t;
+
+/* A distinct kernel: its source and, with --emit, how its compile went. */
+typedef struct {
+    char *text, *log;
+    int rc;
+} tcf_red_src_t;
+
 typedef struct {
     tcf_tool_map_t kmap;                  /* kernel id -> index into k */
     tcf_red_kernel_t *k;
     size_t nk, capk;
-    char **srcs;                          /* distinct sources emitted, in order: r<i> */
+    tcf_red_src_t *srcs;                  /* distinct sources, in order of first use: rI */
     size_t nsrc, capsrc;
+    tcf_red_rec_t *recs;
+    size_t nrec, caprec;
     const char *emit;                     /* --emit DIR */
-    int arch, source;
+    int arch, source, jobs;
     long long only;                       /* --launch N, or -1 */
     tcf_reduce_splice_t sp;
     long long launches, seen, decoded, failed;  /* launches: the index of the next */
     uint64_t why[TCF_DECODE_NSTATUS];
+    atomic_size_t next;                   /* the compile workers' next source */
     char src[TCF_RED_SRC_MAX];
 } tcf_red_state_t;
 
@@ -55,6 +75,7 @@ void tcf_tool_help_reduce(FILE *f)
         "                       launch's line then says kernel=rI, the launch of it and\n"
         "                       args=HEX, its argument (src and dst at bytes 0 and 8)\n"
         "  -a, --arch N         compile for sm_N (default 90)\n"
+        "  -j, --jobs N         compile on N threads (default: the CPUs, at most 16)\n"
         "  -n, --launch N       only the N-th reduce_kernel launch (from 0)\n"
         "      --prologue FILE  splice FILE's code into the kernels (codegen/reduce.h):\n"
         "      --epilogue FILE  the bodies of tcf_pro, tcf_epi, tcf_rowpass, and helper\n"
@@ -96,56 +117,91 @@ static int write_file(const char *dir, const char *name, const void *data, size_
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
-/* The index of src among the distinct sources, emitting it (and its cubin) when new;
- * -1 when it could not be written or compiled (said on stdout). */
-static long emit_kernel(tcf_red_state_t *s, long long n)
+/* The index of s->src among the distinct sources, added when new. */
+static long source_index(tcf_red_state_t *s)
 {
     for (size_t i = 0; i < s->nsrc; i++)
-        if (!strcmp(s->srcs[i], s->src))
+        if (!strcmp(s->srcs[i].text, s->src))
             return (long)i;
-    char name[64], log[8192] = "";
-    void *cubin = NULL;
-    size_t len = 0;
-    snprintf(name, sizeof name, "r%zu.cu", s->nsrc);
-    if (write_file(s->emit, name, s->src, strlen(s->src))) {
-        printf("reduce %lld: cannot write %s/%s: %s\n", n, s->emit, name, strerror(errno));
-        return -1;
-    }
-    if (tcf_nvrtc_compile(s->src, s->arch, &cubin, &len, log, sizeof log)) {
-        printf("reduce %lld: compile error in %s/%s\n", n, s->emit, name);
-        for (char *line = log, *nl; *line; line = nl + 1) {
-            nl = strchr(line, '\n');
-            printf("    ! %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
-            if (!nl)
-                break;
-        }
-        return -1;
-    }
-    snprintf(name, sizeof name, "r%zu.cubin", s->nsrc);
-    int bad = write_file(s->emit, name, cubin, len);
-    free(cubin);
-    if (bad) {
-        printf("reduce %lld: cannot write %s/%s: %s\n", n, s->emit, name, strerror(errno));
-        return -1;
-    }
     tcf_tool_grow((void **)&s->srcs, &s->capsrc, s->nsrc + 1, sizeof *s->srcs);
-    s->srcs[s->nsrc] = tcf_tool_strdup(s->src);
+    s->srcs[s->nsrc] = (tcf_red_src_t){ tcf_tool_strdup(s->src), NULL, 0 };
     return (long)s->nsrc++;
 }
 
+/* Writes rI.cu and, compiled, rI.cubin for each distinct source; on s->jobs threads (a
+ * trace of thousands of launches has hundreds of kernels; NVRTC compiles concurrently). */
+static void *compile_worker(void *arg)
+{
+    tcf_red_state_t *s = arg;
+    for (size_t i; (i = atomic_fetch_add(&s->next, 1)) < s->nsrc;) {
+        tcf_red_src_t *k = &s->srcs[i];
+        char name[64], log[8192] = "";
+        void *cubin = NULL;
+        size_t len = 0;
+        snprintf(name, sizeof name, "r%zu.cu", i);
+        if (write_file(s->emit, name, k->text, strlen(k->text))) {
+            snprintf(log, sizeof log, "cannot write %s/%s: %s", s->emit, name, strerror(errno));
+            k->rc = -1;
+        } else if (tcf_nvrtc_compile(k->text, s->arch, &cubin, &len, log, sizeof log)) {
+            k->rc = -1;
+        } else {
+            snprintf(name, sizeof name, "r%zu.cubin", i);
+            if (write_file(s->emit, name, cubin, len)) {
+                snprintf(log, sizeof log, "cannot write %s/%s: %s", s->emit, name, strerror(errno));
+                k->rc = -1;
+            }
+        }
+        free(cubin);
+        k->log = k->rc ? tcf_tool_strdup(log) : NULL;
+    }
+    return NULL;
+}
+
+static void compile_all(tcf_red_state_t *s)
+{
+    pthread_t th[64];
+    int n = s->jobs < 1 ? 1 : s->jobs > 64 ? 64 : s->jobs, started = 0;
+    atomic_store(&s->next, 0);
+    for (int i = 0; i < n; i++)
+        started += pthread_create(&th[started], NULL, compile_worker, s) == 0;
+    if (!started)
+        compile_worker(s);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* printf into a new string. */
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    int n = vsnprintf(NULL, 0, f, ap);
+    va_end(ap);
+    char *p = tcf_tool_realloc(NULL, (size_t)(n < 0 ? 0 : n) + 1);
+    va_start(ap, f);
+    vsnprintf(p, (size_t)(n < 0 ? 0 : n) + 1, f, ap);
+    va_end(ap);
+    return p;
+}
+
 /* The fields of a decoded launch, key=value, on one line. */
-static void print_decoded(const tcf_reduce_t *r)
+static char *decoded_text(long long n, const tcf_reduce_t *r)
 {
     const tcf_reduce_cfg_t *c = &r->cfg;
-    printf(" op=%s root=%u in=%s out=%s acc=%s K=%u M=%u bw=%u bh=%u vec=%u ivs=%u vt0=%u "
-           "split_y=%u shift=%u grid=%u,%u,%u smem=%u factor=0x%08x odims=%u",
-           tcf_reduce_op_name(r->op), r->root, tcf_decode_dtype_name(r->in_dt),
-           tcf_decode_dtype_name(r->out_dt), tcf_decode_dtype_name(r->acc_dt), c->num_inputs,
-           c->num_outputs, c->block_width, c->block_height, c->vectorize_input, r->ivs, r->vt0,
-           r->split_y, r->shift, c->grid[0], c->grid[1], c->grid[2], c->smem, r->factor, r->odims);
-    for (unsigned d = 0; d < r->odims; d++)
-        printf("%s%u:%u:%u", d ? ";" : " rows=", r->osize[d], r->ostride[d][0], r->ostride[d][1]);
-    printf(" src=0x%llx dst=0x%llx", (unsigned long long)r->src, (unsigned long long)r->dst);
+    char rows[TCF_OP_MAX_DIMS * 40 + 8] = "";
+    size_t len = 0;
+    for (unsigned d = 0; d < r->odims && d < TCF_OP_MAX_DIMS; d++)
+        len += (size_t)snprintf(rows + len, sizeof rows - len, "%s%u:%u:%u", d ? ";" : " rows=",
+                                r->osize[d], r->ostride[d][0], r->ostride[d][1]);
+    return fmt("reduce %lld: ok op=%s root=%u in=%s out=%s acc=%s K=%u M=%u bw=%u bh=%u vec=%u "
+               "ivs=%u vt0=%u split_y=%u shift=%u grid=%u,%u,%u smem=%u factor=0x%08x odims=%u%s "
+               "src=0x%llx dst=0x%llx", n, tcf_reduce_op_name(r->op), r->root,
+               tcf_decode_dtype_name(r->in_dt), tcf_decode_dtype_name(r->out_dt),
+               tcf_decode_dtype_name(r->acc_dt), c->num_inputs, c->num_outputs, c->block_width,
+               c->block_height, c->vectorize_input, r->ivs, r->vt0, r->split_y, r->shift,
+               c->grid[0], c->grid[1], c->grid[2], c->smem, r->factor, r->odims, rows,
+               (unsigned long long)r->src, (unsigned long long)r->dst);
 }
 
 static void on_launch(tcf_red_state_t *s, const tcf_trace_launch_t *l, const tcf_red_kernel_t *k)
@@ -160,51 +216,71 @@ static void on_launch(tcf_red_state_t *s, const tcf_trace_launch_t *l, const tcf
     tcf_reduce_t r;
     tcf_decode_status_t st = tcf_decode_reduce(&d, &r);
     s->why[st < TCF_DECODE_NSTATUS ? st : TCF_DECODE_BAD_ARGS]++;
+    tcf_tool_grow((void **)&s->recs, &s->caprec, s->nrec + 1, sizeof *s->recs);
+    tcf_red_rec_t *rec = &s->recs[s->nrec++];
+    *rec = (tcf_red_rec_t){ NULL, NULL, -1 };
     if (st != TCF_DECODE_OK) {
         char dm[160];
-        printf("reduce %lld: %s grid=%u,%u,%u block=%u,%u,%u %s\n", n, tcf_decode_reason(st),
-               l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-               tcf_tool_demangle(k->name, dm, sizeof dm));
+        rec->text = fmt("reduce %lld: %s grid=%u,%u,%u block=%u,%u,%u %s", n, tcf_decode_reason(st),
+                        l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+                        tcf_tool_demangle(k->name, dm, sizeof dm));
         return;
     }
     s->decoded++;
-    printf("reduce %lld: ok", n);
-    print_decoded(&r);
+    rec->text = decoded_text(n, &r);
+    if (!s->emit && !s->source)
+        return;
     tcf_reduce_shape_t shape;
     tcf_reduce_shape_of(&r, &shape);
-    if (!s->emit && !s->source) {
-        printf("\n");
-        return;
-    }
     if (tcf_reduce_source(&shape, &s->sp, s->src, sizeof s->src) < 0) {
-        printf(" source=error\n");
+        rec->tail = fmt(" source=error");
         s->failed++;
         return;
     }
+    rec->src = source_index(s);
     if (s->emit) {
         tcf_reduce_args_t a;
         uint32_t grid[3], block[3];
-        fflush(stdout);
-        long ki = emit_kernel(s, n);
-        if (ki < 0) {
-            s->failed++;
-            return;
-        }
+        char hex[2 * sizeof a + 1];
         tcf_reduce_args_of(&r, &a);
         tcf_reduce_launch_dims(&shape, r.cfg.num_outputs, grid, block);
-        printf(" kernel=r%ld lgrid=%u,%u,%u lblock=%u,%u,%u args=", ki, grid[0], grid[1], grid[2],
-               block[0], block[1], block[2]);
         for (size_t i = 0; i < sizeof a; i++)
-            printf("%02x", ((const uint8_t *)&a)[i]);
+            snprintf(hex + 2 * i, 3, "%02x", ((const uint8_t *)&a)[i]);
+        rec->tail = fmt(" kernel=r%ld lgrid=%u,%u,%u lblock=%u,%u,%u args=%s", rec->src, grid[0],
+                        grid[1], grid[2], block[0], block[1], block[2], hex);
     }
-    printf("\n");
-    if (s->source)
-        for (const char *line = s->src, *nl; *line; line = nl + 1) {
-            nl = strchr(line, '\n');
-            printf("    | %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
-            if (!nl)
-                break;
+}
+
+static void print_lines(const char *prefix, const char *text)
+{
+    for (const char *line = text, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        printf("%s%.*s\n", prefix, nl ? (int)(nl - line) : (int)strlen(line), line);
+        if (!nl)
+            break;
+    }
+}
+
+/* Every launch's line in order; a kernel that did not compile is said, with NVRTC's log,
+ * at its first launch. */
+static void print_records(tcf_red_state_t *s)
+{
+    for (size_t i = 0; i < s->nrec; i++) {
+        const tcf_red_rec_t *rec = &s->recs[i];
+        tcf_red_src_t *k = rec->src >= 0 ? &s->srcs[rec->src] : NULL;
+        if (s->emit && k && k->rc) {
+            printf("%s error=compile kernel=r%ld\n", rec->text, rec->src);
+            if (k->log) {
+                print_lines("    ! ", k->log);
+                free(k->log), k->log = NULL;
+            }
+            s->failed++;
+            continue;
         }
+        printf("%s%s\n", rec->text, rec->tail ? rec->tail : "");
+        if (s->source && k)
+            print_lines("    | ", k->text);
+    }
 }
 
 static int run_reduce(tcf_red_state_t *s, const char *path)
@@ -244,6 +320,9 @@ static int run_reduce(tcf_red_state_t *s, const char *path)
         fprintf(stderr, "tcfuse reduce: %s: %s\n", path, strerror(errno));
         return TCF_EXIT_FAIL;
     }
+    if (s->emit)
+        compile_all(s);
+    print_records(s);
     printf("summary: %lld reduce_kernel launches, %lld decoded", s->seen, s->decoded);
     for (int st = 1; st < TCF_DECODE_NSTATUS; st++)
         if (s->why[st])
@@ -260,6 +339,7 @@ int tcf_tool_reduce(int argc, char **argv)
     enum { O_PRO = 256, O_EPI, O_ROW, O_HELP };
     static const struct option opts[] = {
         { "source", no_argument, NULL, 's' },       { "emit", required_argument, NULL, 'e' },
+        { "jobs", required_argument, NULL, 'j' },
         { "arch", required_argument, NULL, 'a' },   { "launch", required_argument, NULL, 'n' },
         { "prologue", required_argument, NULL, O_PRO }, { "epilogue", required_argument, NULL, O_EPI },
         { "row-pass", required_argument, NULL, O_ROW }, { "helpers", required_argument, NULL, O_HELP },
@@ -269,21 +349,25 @@ int tcf_tool_reduce(int argc, char **argv)
     const char **spf[] = { &s->sp.prologue, &s->sp.epilogue, &s->sp.row_pass, &s->sp.helpers };
     char *end, err[512];
     int c, rc = TCF_EXIT_USAGE;
-    s->arch = 90, s->only = -1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    s->arch = 90, s->only = -1, s->jobs = cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus;
     optind = 1, opterr = 0;
-    while ((c = getopt_long(argc, argv, "se:a:n:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "se:a:n:j:h", opts, NULL)) != -1) {
         switch (c) {
         case 's': s->source = 1; break;
         case 'e': s->emit = optarg; break;
         case 'a':
-        case 'n': {
+        case 'n':
+        case 'j': {
             long long v = strtoll(optarg, &end, 10);
-            if (*optarg == 0 || *end != 0 || v < 0 || (c == 'a' && (v < 50 || v > 1000))) {
+            if (*optarg == 0 || *end != 0 || v < 0 || (c == 'a' && (v < 50 || v > 1000)) ||
+                (c == 'j' && (v < 1 || v > 64))) {
                 fprintf(stderr, "tcfuse reduce: bad value '%s' for --%s\n", optarg,
-                        c == 'a' ? "arch" : "launch");
+                        c == 'a' ? "arch" : c == 'j' ? "jobs" : "launch");
                 goto out;
             }
             if (c == 'a') s->arch = (int)v;
+            else if (c == 'j') s->jobs = (int)v;
             else s->only = v;
             break;
         }
@@ -297,7 +381,7 @@ int tcf_tool_reduce(int argc, char **argv)
         case 'h': tcf_tool_help_reduce(stdout); rc = TCF_EXIT_OK; goto out;
         default:
             fprintf(stderr, "tcfuse reduce: %s option '%s'\n",
-                    optopt && strchr("ean", optopt) ? "missing value for" : "unknown", argv[optind - 1]);
+                    optopt && strchr("eanj", optopt) ? "missing value for" : "unknown", argv[optind - 1]);
             tcf_tool_help_reduce(stderr);
             goto out;
         }
@@ -320,9 +404,10 @@ int tcf_tool_reduce(int argc, char **argv)
     }
 out:
     for (size_t i = 0; i < s->nk; i++) free(s->k[i].name), free(s->k[i].off), free(s->k[i].sz);
-    for (size_t i = 0; i < s->nsrc; i++) free(s->srcs[i]);
+    for (size_t i = 0; i < s->nsrc; i++) free(s->srcs[i].text), free(s->srcs[i].log);
+    for (size_t i = 0; i < s->nrec; i++) free(s->recs[i].text), free(s->recs[i].tail);
     for (size_t i = 0; i < 4; i++) free((void *)*spf[i]);
-    free(s->k), free(s->srcs);
+    free(s->k), free(s->srcs), free(s->recs);
     tcf_tool_map_free(&s->kmap);
     free(s);
     return rc;

@@ -85,6 +85,13 @@ setup() {
     # src and dst first (the launch's own pointers)
     [ "$(grep -c ' kernel=r[0-9]* lgrid=[0-9]*,1,1 lblock=[0-9]*,[0-9]*,1 args=[0-9a-f]\{448\}$' "$T/out")" -eq 33 ]
     grep -q '^reduce 12: ok .* dst=0x7ff1f5da1800 kernel=r[0-9]* lgrid=8,1,1 lblock=32,16,1 args=0000c0f5f17f00000018daf5f17f0000e80300007f000000' "$T/out"
+    # a kernel that does not compile: said at each launch, NVRTC's log once, exit 1
+    printf '  return not C++;\n' >"$T/pro"
+    mkdir "$T/bad"
+    split "$TCFUSE" reduce --emit "$T/bad" --jobs 2 --prologue "$T/pro" "$OPS"
+    [ "$status" -eq 1 ]
+    [ "$(grep -c '^reduce [0-9]*: ok .* error=compile kernel=r[0-9]*$' "$T/out")" -eq 33 ]
+    grep -q '^    ! .*error' "$T/out"
 }
 
 @test "reduce: usage errors and a missing file" {
