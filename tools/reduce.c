@@ -220,10 +220,19 @@ static void on_launch(tcf_red_state_t *s, const tcf_trace_launch_t *l, const tcf
     tcf_red_rec_t *rec = &s->recs[s->nrec++];
     *rec = (tcf_red_rec_t){ NULL, NULL, -1 };
     if (st != TCF_DECODE_OK) {
-        char dm[160];
-        rec->text = fmt("reduce %lld: %s grid=%u,%u,%u block=%u,%u,%u %s", n, tcf_decode_reason(st),
+        /* where it reads and writes, when its layout is known: a caller can still tell
+         * which of its reductions this launch was */
+        char dm[160], ptrs[64] = "";
+        tcf_decode_reduce_kernel_t rk;
+        if (tcf_decode_reduce_kernel(&d, &rk) == TCF_DECODE_OK && l->params_len >= rk.span) {
+            uint64_t src, dst;
+            memcpy(&src, l->params + rk.src_off, 8), memcpy(&dst, l->params + rk.src_off + 8, 8);
+            snprintf(ptrs, sizeof ptrs, " src=0x%llx dst=0x%llx", (unsigned long long)src,
+                     (unsigned long long)dst);
+        }
+        rec->text = fmt("reduce %lld: %s grid=%u,%u,%u block=%u,%u,%u%s %s", n, tcf_decode_reason(st),
                         l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-                        tcf_tool_demangle(k->name, dm, sizeof dm));
+                        ptrs, tcf_tool_demangle(k->name, dm, sizeof dm));
         return;
     }
     s->decoded++;
