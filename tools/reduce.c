@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "codegen/codegen.h"
@@ -70,10 +71,11 @@ void tcf_tool_help_reduce(FILE *f)
         "\n"
         "options:\n"
         "  -s, --source         print the kernel generated for each decoded launch\n"
-        "  -e, --emit DIR       write each distinct kernel to DIR/rI.cu and, compiled by\n"
-        "                       NVRTC (TCFUSE_NVRTC names the library), DIR/rI.cubin; the\n"
-        "                       launch's line then says kernel=rI, the launch of it and\n"
-        "                       args=HEX, its argument (src and dst at bytes 0 and 8)\n"
+        "  -e, --emit DIR       write each distinct kernel to DIR/rI.cu (DIR is made when\n"
+        "                       missing) and, compiled by NVRTC (TCFUSE_NVRTC names the\n"
+        "                       library), to DIR/rI.cubin; each launch's line then says\n"
+        "                       kernel=rI, lgrid and lblock (its launch) and args=HEX, its\n"
+        "                       argument (src and dst at bytes 0 and 8)\n"
         "  -a, --arch N         compile for sm_N (default 90)\n"
         "  -j, --jobs N         compile on N threads (default: the CPUs, at most 16)\n"
         "  -n, --launch N       only the N-th reduce_kernel launch (from 0)\n"
@@ -399,6 +401,11 @@ int tcf_tool_reduce(int argc, char **argv)
         fprintf(stderr, "tcfuse reduce: %s\n", optind >= argc ? "no trace file given"
                                                               : "one trace file at a time");
         tcf_tool_help_reduce(stderr);
+        goto out;
+    }
+    if (s->emit && mkdir(s->emit, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tcfuse reduce: --emit %s: %s\n", s->emit, strerror(errno));
+        rc = TCF_EXIT_FAIL;
         goto out;
     }
     if (s->emit && tcf_nvrtc_open(getenv("TCFUSE_NVRTC"), err, sizeof err) != 0) {
