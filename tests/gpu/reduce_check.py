@@ -401,7 +401,6 @@ def main():
     outs = {}
     for o in cap["outputs"]:
         outs.setdefault(o["case"], []).append(o)
-    DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     for cid in sorted(outs):
         _, dt, M, K, sliced, kind, ops = cases[cid]
         name = case_name(cid, dt, M, K, sliced, kind)
