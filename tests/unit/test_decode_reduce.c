@@ -24,7 +24,7 @@ typedef struct {
     size_t k;                       /* index into ks */
     uint8_t *params;
     uint32_t len, grid[3], block[3], smem;
-    const char *trace;
+    char *trace;                    /* the file's name */
 } launch_t;
 
 static launch_t *ls;
@@ -62,7 +62,7 @@ static void load(const char *path)
                     memcpy(x->grid, l->grid, sizeof x->grid);
                     memcpy(x->block, l->block, sizeof x->block);
                     x->smem = (uint32_t)l->smem;
-                    x->trace = strrchr(path, '/') + 1;
+                    x->trace = strdup(strrchr(path, '/') + 1);
                     break;
                 }
         }
@@ -440,7 +440,7 @@ int main(void)
     RUN(names);
     RUN(describe_and_args);
     for (size_t i = 0; i < nls; i++)
-        free(ls[i].params);
+        free(ls[i].params), free(ls[i].trace);
     for (size_t i = 0; i < nks; i++)
         free(ks[i].name), free(ks[i].off), free(ks[i].sz);
     free(ls), free(ks);

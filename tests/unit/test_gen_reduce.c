@@ -5,6 +5,7 @@
  * (whose conversions differ there) for sm_80, when NVRTC is found. That the order is
  * PyTorch's is test_reduce_emu's to check on the CPU, and tests/gpu/reduce_check.py's on
  * the GPU. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,8 +225,27 @@ TEST(deterministic_and_refusals)
     CHECK_EQ_INT(g[0], 13), CHECK_EQ_INT(g[1], 1), CHECK_EQ_INT(bl[2], 1);
 }
 
-/* Every op and dtype pair on every class, batched in namespaces (NVRTC costs ~40 ms a
- * program), for sm_90 and sm_80; a failed batch is compiled again source by source. */
+/* Every op and dtype pair on every class, in batches (each source in its own namespace,
+ * the kernel renamed: NVRTC costs ~40 ms a program) compiled on a few threads; a batch
+ * that fails or warns prints NVRTC's log. */
+typedef struct {
+    int arch, rc, n;
+    size_t len;
+    char *text, log[8192];
+} batch_t;
+
+static void *compile_batch(void *arg)
+{
+    batch_t *b = arg;
+    void *cubin = NULL;
+    size_t clen = 0;
+    b->rc = tcf_nvrtc_compile(b->text, b->arch, &cubin, &clen, b->log, sizeof b->log);
+    if (!b->rc && (!cubin || clen < 1024))
+        b->rc = -2;
+    free(cubin);
+    return NULL;
+}
+
 TEST(nvrtc_compiles)
 {
     if (!have_nvrtc)
@@ -241,42 +261,48 @@ TEST(nvrtc_compiles)
     };
     tcf_reduce_splice_t sp = { .prologue = "  return (tcf_in)a.s[j % 8];",
                                .row_pass = "  if (g == 0) ((tcf_out *)a.buf[0])[r.row] = v;" };
-    size_t cap = 1u << 22, len = 0;
-    char *batch = malloc(cap);
-    unsigned n = 0, n90 = 0;
-    for (int arch = 90; arch >= 80; arch -= 10) {
-        len = 0, n = 0;
+    enum { PER = 24, MAXB = 8 };
+    batch_t b[MAXB];
+    int nb = 0;
+    unsigned total[2] = { 0, 0 };
+    memset(b, 0, sizeof b);
+    for (int arch = 90; arch >= 80; arch -= 10)
         for (size_t p = 0; p < sizeof pairs / sizeof *pairs; p++)
             for (size_t c = 0; c < sizeof cls / sizeof *cls; c++)
-                if (arch == 90 || pairs[p].in == B)   /* below sm_90 only bf16 differs */
                 for (int spl = 0; spl < 2; spl++) {
-                    if (spl && c % 2)
-                        continue;
+                    if ((spl && c % 2) || (arch == 80 && pairs[p].in != B))
+                        continue;            /* below sm_90 only bf16's conversions differ */
                     tcf_reduce_shape_t s = shape(pairs[p].op, pairs[p].in, pairs[p].out, cls[c][0],
                                                  cls[c][1], (int)cls[c][2], (int)cls[c][3]);
                     s.odims = (uint8_t)(c % 3);
                     if (gen(&s, spl ? &sp : NULL) < 0)
                         continue;
+                    if (!nb || b[nb - 1].arch != arch || b[nb - 1].n == PER) {
+                        if (!CHECK(nb < MAXB))
+                            goto run;
+                        b[nb++] = (batch_t){ .arch = arch, .text = malloc(1u << 21) };
+                    }
+                    batch_t *cur = &b[nb - 1];
                     const char *k = strstr(src, "tcf_reduce(const tcf_rargs");
-                    len += (size_t)snprintf(batch + len, cap - len, "namespace u%u {\n%.*stcf_reduce_%u%s}\n",
-                                            n, (int)(k - src), src, n, k + strlen("tcf_reduce"));
-                    n++;
+                    cur->len += (size_t)snprintf(cur->text + cur->len, (1u << 21) - cur->len,
+                                                 "namespace u%d {\n%.*stcf_reduce_%d%s}\n", cur->n,
+                                                 (int)(k - src), src, cur->n, k + strlen("tcf_reduce"));
+                    cur->n++, total[arch == 80]++;
                 }
-        void *cubin = NULL;
-        size_t clen = 0;
-        char log[8192] = "";
-        if (arch == 90)
-            n90 = n;
-        int rc = tcf_nvrtc_compile(batch, arch, &cubin, &clen, log, sizeof log);
+run:;
+    pthread_t th[MAXB];
+    for (int i = 0; i < nb; i++)
+        pthread_create(&th[i], NULL, compile_batch, &b[i]);
+    for (int i = 0; i < nb; i++) {
         char what[64];
-        snprintf(what, sizeof what, "%u kernels for sm_%d", n, arch);
-        check_report(rc == 0 && cubin && clen > 1024, __FILE__, __LINE__, what, log);
-        check_report(log[0] == '\0', __FILE__, __LINE__, "no warnings", log);
-        free(cubin);
+        pthread_join(th[i], NULL);
+        snprintf(what, sizeof what, "batch %d: %d kernels for sm_%d", i, b[i].n, b[i].arch);
+        check_report(b[i].rc == 0, __FILE__, __LINE__, what, b[i].log);
+        check_report(b[i].log[0] == '\0', __FILE__, __LINE__, "no warnings", b[i].log);
+        free(b[i].text);
     }
-    printf("test_gen_reduce: %u kernels compiled for sm_90, %u for sm_80 (NVRTC %s)\n", n90, n,
-           tcf_nvrtc_version());
-    free(batch);
+    printf("test_gen_reduce: %u kernels compiled for sm_90, %u for sm_80, in %d NVRTC programs "
+           "(NVRTC %s)\n", total[0], total[1], nb, tcf_nvrtc_version());
 }
 
 int main(void)
