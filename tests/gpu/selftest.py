@@ -113,7 +113,8 @@ def check_reduce_check(d):
     dst = rc.by_dst(recs)
     check(sorted(dst) == [0x20, 0x7f0000100000, 0x7f0000300000], "reduce_check by_dst", dst)
     check([rc.verdict(r, 1000) for r in recs] == ["check", "refused", "fail", "fail"] and
-          rc.verdict(recs[3], 1) == "refused", "reduce_check verdicts")
+          rc.verdict(recs[3], 1) == "refused" and rc.verdict({"status": "reduce-strided"}, 1) == "refused" and
+          rc.verdict({"status": "reduce-config"}, 1) == "fail", "reduce_check verdicts")
     a = rc.patch_args(recs[0]["args"], 0x1122334455667788, 0x99, bufs=(5, 6), scalars=(7,))
     check(len(a) == 224 and a[0:8] == bytes.fromhex("8877665544332211") and a[8] == 0x99 and a[128] == 5 and
           a[136] == 6 and a[192] == 7 and a[200] == 0, "reduce_check patch_args")
