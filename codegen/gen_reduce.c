@@ -240,20 +240,22 @@ static void tcf_reduce_kernel(tcf_rsb_t *b, const tcf_reduce_shape_t *s, const t
     tcf_rput(b, "  const unsigned tx = threadIdx.x, ty = threadIdx.y;\n"
                 "  const unsigned g = %s;   /* input_idx: this thread among the row's */\n"
                 "  tcf_row r;\n  r.row = blockIdx.x * TCF_ROWS%s;   /* output_idx */\n"
-                "  r.in_off = 0, r.out_off = 0;\n  tcf_acc v = tcf_ident();\n"
-                "  if (r.row < a.num_outputs && g < a.num_inputs) {\n",
+                "  r.in_off = 0, r.out_off = 0;\n  tcf_acc v = tcf_ident();\n",
              s->split_y ? "tx + ty * TCF_BW" : "tx", s->split_y ? "" : " + ty");
-    /* output_calc.get(row): digits of the row index, innermost dim first */
+    /* output_calc.get(row): digits of the row index, innermost dim first (every thread of
+     * a row knows its offsets: spliced code may use them) */
     if (s->odims == 1)
-        tcf_rput(b, "    r.out_off = (unsigned long long)r.row * a.ostride[0][0];\n"
-                    "    r.in_off = (unsigned long long)r.row * a.ostride[0][1];\n");
+        tcf_rput(b, "  if (r.row < a.num_outputs) {\n"
+                    "    r.out_off = (unsigned long long)r.row * a.ostride[0][0];\n"
+                    "    r.in_off = (unsigned long long)r.row * a.ostride[0][1];\n  }\n");
     else if (s->odims > 1)
-        tcf_rput(b, "    unsigned lin = r.row;\n#pragma unroll\n"
+        tcf_rput(b, "  if (r.row < a.num_outputs) {\n    unsigned lin = r.row;\n#pragma unroll\n"
                     "    for (int d = 0; d < %u; d++) {\n"
                     "      const unsigned q = lin / a.osize[d], digit = lin - q * a.osize[d];\n"
                     "      r.out_off += (unsigned long long)digit * a.ostride[d][0];\n"
                     "      r.in_off += (unsigned long long)digit * a.ostride[d][1];\n"
-                    "      lin = q;\n    }\n", s->odims);
+                    "      lin = q;\n    }\n  }\n", s->odims);
+    tcf_rput(b, "  if (r.row < a.num_outputs && g < a.num_inputs) {\n");
     tcf_reduce_thread(b, s, sp);
     tcf_rput(b, "  }\n");
     /* block_x_reduce: shared memory down to 32 lanes, a barrier, then the shuffles */
