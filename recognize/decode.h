@@ -25,7 +25,14 @@
     X(OK,                "ok")                                                           \
     X(BAD_ARGS,          "bad-arguments")     /* NULL name/op/arrays                */   \
     X(NOT_ELEMENTWISE,   "not-elementwise")   /* GEMM, softmax, norms, RNG, ...     */   \
-    X(REDUCTION,         "reduction")         /* reduce_kernel: not fusable yet     */   \
+    X(REDUCTION,         "reduction")         /* reduce_kernel: decode_reduce.h's    */   \
+    X(REDUCE_GLOBAL,     "reduce-global")     /* ctas_per_output > 1: blocks combine */   \
+    X(REDUCE_STRIDED,    "reduce-strided")    /* reduced dims not one contiguous inner */ \
+    X(REDUCE_OUTER,      "reduce-outer-dim")  /* lanes take outputs (ovs > 1: x.sum(0)) */ \
+    X(REDUCE_INDEX,      "reduce-index")      /* values and indices (max(dim), argmax) */ \
+    X(REDUCE_WELFORD,    "reduce-welford")    /* var, std, var_mean                  */   \
+    X(REDUCE_SPLIT,      "reduce-split")      /* one part of a > 2^31-element reduction */ \
+    X(REDUCE_CONFIG,     "reduce-config")     /* a ReduceConfig not setReduceConfig's */   \
     X(BAD_NAME,          "unparsed-name")     /* an elementwise loop we cannot parse */   \
     X(UNKNOWN_FUNCTOR,   "unknown-functor")   /* loop parsed, no rule for the functor */  \
     X(UNSUPPORTED_DTYPE, "unsupported-dtype") /* double, integers, complex, ...     */   \

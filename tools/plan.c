@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "recognize/decode.h"
+#include "recognize/decode_reduce.h"
 #include "recognize/recognize.h"
 #include "trace/read.h"
 #include "codegen/codegen.h"
@@ -292,6 +293,10 @@ static void on_event(tcf_plan_state_t *s, const tcf_trace_event_t *ev)
                                       { l->block[0], l->block[1], l->block[2] } };
             why = (uint8_t)tcf_decode_launch(&d, &it.op);
             if (why == TCF_DECODE_OK) it.kind = TCF_ITEM_OP;
+            if (why == TCF_DECODE_REDUCTION) {   /* decoded as a row reduction, or why not; */
+                tcf_reduce_t r;                  /* the planner sees it as opaque work */
+                why = (uint8_t)tcf_decode_reduce(&d, &r);
+            }
         }
     } else if (ev->ev == TCF_TRACE_EV_ALLOC || ev->ev == TCF_TRACE_EV_FREE) {
         it.kind = ev->ev == TCF_TRACE_EV_ALLOC ? TCF_ITEM_ALLOC : TCF_ITEM_FREE;

@@ -10,6 +10,9 @@
 /* tools/plan.c (declared here until tools.h, shared with other work, takes them) */
 int tcf_tool_plan(int argc, char **argv);
 void tcf_tool_help_plan(FILE *f);
+/* tools/reduce.c (likewise) */
+int tcf_tool_reduce(int argc, char **argv);
+void tcf_tool_help_reduce(FILE *f);
 /* tools/cache_cmd.c (likewise) */
 int tcf_tool_cache(int argc, char **argv);
 void tcf_tool_help_cache(FILE *f);
@@ -26,6 +29,7 @@ void tcf_tool_usage(FILE *f)
         "  run [options] -- CMD [ARGS...]   run CMD with tcfuse preloaded\n"
         "  report [--chrome OUT] FILE       summarize a trace (or convert it for Perfetto)\n"
         "  plan [--compile] [--window ID] FILE  show how a trace's windows would be fused\n"
+        "  reduce [--emit DIR] FILE         decode a trace's row reductions, generate their kernels\n"
         "  cache ls|clear|verify|dir        list, empty or check the compiled-kernel cache\n"
         "  config                           list the TCFUSE_* options and their defaults\n"
         "  help [command]                   this text, or a command's\n"
@@ -39,6 +43,7 @@ static int help(const char *cmd)
     else if (strcmp(cmd, "run") == 0) tcf_tool_help_run(stdout);
     else if (strcmp(cmd, "report") == 0) tcf_tool_help_report(stdout);
     else if (strcmp(cmd, "plan") == 0) tcf_tool_help_plan(stdout);
+    else if (strcmp(cmd, "reduce") == 0) tcf_tool_help_reduce(stdout);
     else if (strcmp(cmd, "cache") == 0) tcf_tool_help_cache(stdout);
     else if (strcmp(cmd, "config") == 0)
         printf("usage: tcfuse config\n\nLists every TCFUSE_* environment variable tcfuse "
@@ -68,6 +73,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0) return tcf_tool_run(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0) return tcf_tool_report(argc - 1, argv + 1);
     if (strcmp(cmd, "plan") == 0) return tcf_tool_plan(argc - 1, argv + 1);
+    if (strcmp(cmd, "reduce") == 0) return tcf_tool_reduce(argc - 1, argv + 1);
     if (strcmp(cmd, "cache") == 0) return tcf_tool_cache(argc - 1, argv + 1);
     if (strcmp(cmd, "config") == 0) {
         if (argc > 2) {

@@ -2,11 +2,13 @@
  * come from the input. The first byte picks a real kernel name (the loops and functors
  * PyTorch 2.11 launches) or, with its high bit set, takes the name from the input up to a
  * NUL; then the layout: a count and (offset, size) pairs; then the grid; the rest are the
- * parameter bytes. Also the two halves separately, and the description of what decoded. */
+ * parameter bytes. Also the two halves separately, and the description of what decoded;
+ * then the same as a row reduction (decode_reduce.h) and the kernel generated for it. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "recognize/decode.h"
+#include "recognize/decode_reduce.h"
 #include "recognize/recognize.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -23,6 +25,8 @@ static const char *const names[] = {
     "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_15gpu_kernel_implINS0_15CUDAFunctor_addIfEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_",
     "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_7MeanOpsIffffEEjfLi4ELi4EEEEEvT1_",
     "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT",
+    "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIN3c108BFloat16ENS0_14func_wrapper_tIS4_NS0_13MaxNanFunctorIS4_EEEEjS4_Li4ELi4EEEEEvT1_",
+    "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIN3c104HalfENS0_14func_wrapper_tIS4_ZNS0_11sum_functorIS4_fS4_EclERNS_14TensorIteratorEEUlffE_EEjS4_Li4ELi8EEEEEvT1_",
 };
 
 static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
@@ -68,6 +72,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (tcf_decode_kernel(&l, &dk) == TCF_DECODE_OK)
         (void)tcf_decode_apply(&dk, l.params, l.params_len, l.grid, l.block, &op);
     (void)tcf_kernel_family(name);
+    /* as a row reduction, and the kernel generated for it */
+    tcf_reduce_t red;
+    tcf_decode_reduce_kernel_t rk;
+    if (tcf_decode_reduce(&l, &red) == TCF_DECODE_OK) {
+        tcf_reduce_shape_t shape;
+        static char src[1 << 16];
+        tcf_decode_reduce_describe(&red, line, sizeof line);
+        tcf_reduce_shape_of(&red, &shape);
+        (void)tcf_reduce_source(&shape, NULL, src, sizeof src);
+    }
+    if (tcf_decode_reduce_kernel(&l, &rk) == TCF_DECODE_OK)
+        (void)tcf_decode_reduce_apply(&rk, l.params, l.params_len, l.grid, l.block, &red);
     free(params);
     free(name);
     return 0;

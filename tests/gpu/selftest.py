@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """CPU-only checks of the GPU suites' helper scripts (no GPU, no torch): trim-trace.py on a
 hand-made trace in the format of docs/TRACE.md, the stats parser on the stats lines tcfuse
-prints, perf.py's per-iteration figures from both. `python3 tests/gpu/selftest.py`;
+prints, perf.py's per-iteration figures from both, reduce_check.py's case list, parsing and
+argument bytes. `python3 tests/gpu/selftest.py`;
 prints 'N passed, N failed' and exits non-zero on a failure."""
 import json
 import os
@@ -174,6 +175,67 @@ def ptests_checks(d):
            st["kernels_generated"], st["kernels_disabled"]) == (2, 200, 160, 14, 60, 6, 2) and
           st["fallbacks"] == {"held_failed": 4, "compile_failed": 2} and
           st["other_lines"][0][1] == 2, "ptests stats sums", st)
+def check_reduce_check(d):
+    """tests/gpu/reduce_check.py's pure parts: the case list, `tcfuse reduce` lines, the
+    argument bytes it rebinds, and what each launch's status means; with build/tcfuse, on
+    the recorded reductions of trace-ops.jsonl (compiled too when NVRTC is found)."""
+    import reduce_check as rc
+    full, quick = rc.make_cases(), rc.make_cases(quick=True)
+    names = [rc.case_name(*c[:6]) for c in full]
+    check(len(set(names)) == len(names) and [c[0] for c in full] == list(range(len(full))),
+          "reduce_check cases unique, numbered")
+    nops = sum(len(c[6]) for c in full)
+    check(5000 <= nops <= 12000 and 100 <= sum(len(c[6]) for c in quick) < nops, "reduce_check case counts", nops)
+    check({c[1] for c in full} == {"f32", "f16", "bf16"} and any(c[4] and c[3] == 8191 for c in full) and
+          any(c[5] == "spec" for c in full) and any(c[5] == "zero" for c in full), "reduce_check coverage")
+    check(all(c[2] * c[3] <= (1 << 21) or c[2] == 1 for c in full), "reduce_check sizes bounded")
+    only = rc.make_cases(only="bf16_M7_K1000_sliced_rand amax")
+    check(len(only) == 1 and only[0][6] == ["amax"], "reduce_check --only", only)
+    text = ("reduce 0: ok op=SUM root=0 in=f32 out=f32 acc=f32 K=1000 M=127 bw=32 bh=16 vec=1 ivs=4 vt0=4 "
+            "split_y=0 shift=0 grid=8,1,1 smem=0 factor=0x00000000 odims=1 rows=127:4:4000 src=0x7f0000000000 "
+            "dst=0x7f0000100000 kernel=r3 lgrid=8,1,1 lblock=32,16,1 args=" + "00" * 224 + "\n"
+            "reduce 1: reduce-global grid=1,123,1 block=512,1,1 src=0x7f0000200000 dst=0x7f0000300000 "
+            "at::native::reduce_kernel<512, 1, ReduceOp<float, MeanOps<float, float, float, float>, unsigned, float, 4, 4>>\n"
+            "reduce 2: ok op=MEAN src=0x10 dst=0x20 error=compile kernel=r4\n"
+            "    ! something\n"
+            "reduce 3: reduce-outer-dim grid=8,1,1 block=32,4,1 at::native::reduce_kernel<128, 4, ...>\n"
+            "summary: 4 reduce_kernel launches, 2 decoded, 1 reduce-global, 1 reduce-outer-dim\n")
+    recs, summary = rc.parse_reduce_output(text)
+    check(len(recs) == 4 and summary.startswith("summary: 4 ") and recs[0]["kernel"] == "r3" and
+          recs[0]["lgrid"] == (8, 1, 1) and recs[0]["lblock"] == (32, 16, 1) and recs[0]["dst"] == 0x7f0000100000 and
+          recs[1]["status"] == "reduce-global" and recs[1]["src"] == 0x7f0000200000 and
+          recs[2]["status"] == "compile-error" and "dst" not in recs[3], "reduce_check parse", recs)
+    dst = rc.by_dst(recs)
+    check(sorted(dst) == [0x20, 0x7f0000100000, 0x7f0000300000], "reduce_check by_dst", dst)
+    check([rc.verdict(r, 1000) for r in recs] == ["check", "refused", "fail", "fail"] and
+          rc.verdict(recs[3], 1) == "refused" and rc.verdict({"status": "reduce-strided"}, 1) == "refused" and
+          rc.verdict({"status": "reduce-config"}, 1) == "fail", "reduce_check verdicts")
+    a = rc.patch_args(recs[0]["args"], 0x1122334455667788, 0x99, bufs=(5, 6), scalars=(7,))
+    check(len(a) == 224 and a[0:8] == bytes.fromhex("8877665544332211") and a[8] == 0x99 and a[128] == 5 and
+          a[136] == 6 and a[192] == 7 and a[200] == 0, "reduce_check patch_args")
+    try:
+        rc.patch_args("00" * 10)
+        check(False, "reduce_check patch_args size")
+    except ValueError:
+        pass
+    tcfuse = os.path.join(HERE, "..", "..", "build", "tcfuse")
+    if not os.path.exists(tcfuse):
+        return
+    trace = os.path.join(HERE, "..", "fixtures", "trace-ops.jsonl")
+    code, out, err = rc.tcfuse_reduce(tcfuse, ["--emit", d, trace], [None])
+    if "NVRTC unavailable" in err:
+        code, out, err = rc.tcfuse_reduce(tcfuse, [trace], [None])
+    recs, summary = rc.parse_reduce_output(out)
+    ok = [r for r in recs if r["status"] == "ok"]
+    check(code == 0 and len(recs) == 54 and len(ok) == 33 and
+          summary == "summary: 54 reduce_kernel launches, 33 decoded, 12 reduce-global, 9 reduce-outer-dim",
+          "reduce_check on trace-ops", (code, summary, err))
+    check(all(r["dst"] in rc.by_dst(recs) for r in ok) and
+          sum(1 for r in recs if rc.verdict(r, 1000) == "refused") == 12, "reduce_check trace-ops records")
+    if ok and "args" in ok[0]:   # compiled: each launch's argument carries its own pointers
+        check(all(rc.patch_args(r["args"])[0:8] == r["src"].to_bytes(8, "little") and
+                  rc.patch_args(r["args"])[8:16] == r["dst"].to_bytes(8, "little") and
+                  os.path.exists(os.path.join(d, r["kernel"] + ".cubin")) for r in ok), "reduce_check args and cubins")
 
 
 def main():
@@ -354,6 +416,7 @@ def main():
               "run-all budget", out[-800:])
 
         ptests_checks(d)
+        check_reduce_check(os.path.join(d, "reduce"))
     print("selftest: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -1,0 +1,153 @@
+/* codegen/reduce.h: row reductions. What decoding a PyTorch 2.11 reduce_kernel launch
+ * produces (tcf_reduce_t, recognize/decode_reduce.h), and CUDA C that reproduces its
+ * combine order bit for bit (gen_reduce.c).
+ *
+ * The facts (docs/PYTORCH-REDUCE.md): reduce_kernel adds in an order fixed by its launch
+ * configuration (ReduceConfig, §3): each thread folds a strided slice of the row into vt0
+ * accumulators (or, when the input is vectorized, one per vector lane, with a misaligned
+ * head and a tail folded into lane 0), the threads of a row combine by a halving tree
+ * across x (shared memory above 32 lanes, then warp shuffles with decreasing offsets) and
+ * then across y, and the result is projected (mean's factor, the norm's root) and cast
+ * to the output type (§4). The generated kernel runs with the same block shape and the
+ * same thread-to-element mapping, so it performs the same operations in the same order.
+ * What it does not reproduce is refused by the decoder (several blocks per output,
+ * reductions over a non-innermost dim, values with indices, Welford).
+ *
+ * The source depends on structure only (tcf_reduce_shape_t): the op, the dtypes, the
+ * block shape and the vector widths, never an address, a row count or a length. What
+ * varies per launch is the kernel's one argument (tcf_reduce_args_t). Pure, deterministic,
+ * no allocation; thread-safe. */
+#ifndef TCF_REDUCE_H
+#define TCF_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codegen/op.h"
+
+/* The reductions: ops.reduce(acc, x) and ops.combine(a, b) of PyTorch's ops_t, then project.
+ *   SUM    sum_functor       acc + x, a + b (float; no FMA can form), project: none
+ *   MEAN   MeanOps           as SUM, project: acc * factor (the factor read from the launch)
+ *   AMAX   MaxNanFunctor     (isnan(a) || a > b) ? a : b, in the input's type (arg_t is T)
+ *   AMIN   MinNanFunctor     (isnan(a) || a < b) ? a : b
+ *   NORM2  NormTwoOps        reduce: fmaf(x, x, acc) (nvcc contracted acc + x*x), combine
+ *                            a + b, project: sqrt when `root` (vector_norm), else none */
+#define TCF_RED_OPS(X) X(NONE) X(SUM) X(MEAN) X(AMAX) X(AMIN) X(NORM2)
+typedef enum {
+#define TCF_RED_ENUM_(id) TCF_RED_##id,
+    TCF_RED_OPS(TCF_RED_ENUM_)
+#undef TCF_RED_ENUM_
+    TCF_RED_NOPS
+} tcf_red_op_t;
+
+/* ReduceConfig (Reduce.cuh), the fields that fix the order; docs/PYTORCH-REDUCE.md §2.2. */
+typedef struct {
+    uint32_t num_inputs, num_outputs;   /* K: elements reduced into one output; M: outputs */
+    uint32_t step_input, step_output;   /* threads that share a row (G); rows per block */
+    uint32_t ctas_per_output;           /* grid.y: > 1 is a global reduce (refused) */
+    uint32_t input_mult[3], output_mult[2];
+    uint32_t block_width, block_height; /* blockDim.x, blockDim.y */
+    uint32_t element_size;              /* sizeof(arg_t) */
+    uint8_t  vectorize_input, output_vec_size;
+    uint32_t grid[3], smem;             /* the launch PyTorch makes of it */
+} tcf_reduce_cfg_t;
+
+/* One decoded reduce_kernel launch: a reduction of the innermost, contiguous dim. Rows are
+ * located as PyTorch's output OffsetCalculator does: output r is decomposed over odims
+ * sizes (innermost first), and each digit times its byte stride gives the offset of the
+ * output element ([0]) and of the row's first input element ([1]). */
+typedef struct {
+    tcf_red_op_t op;
+    uint8_t      root;            /* NORM2: the square root is taken (NormTwoOps<..., true>) */
+    tcf_dtype_t  in_dt, out_dt;   /* memory: scalar_t, out_scalar_t */
+    tcf_dtype_t  acc_dt;          /* arg_t: F32, or F16/BF16 for max/min of half/bf16 */
+    uint32_t     ident;           /* arg_t's bits: 0.0, -inf (AMAX), +inf (AMIN) */
+    uint32_t     factor;          /* MEAN: float bits of ops.factor (fl(M)/fl(M*K)) */
+    uint8_t      vt0, ivs;        /* ReduceOp's template arguments: accumulators of the
+                                   * strided path; elements per vector load */
+    uint8_t      split_y;         /* input_mult[1] != 0: the warps of a block share a row */
+    uint8_t      shift;           /* vectorized: row 0's start past a vector boundary, in
+                                   * elements ((src % (ivs * size)) / size); others may differ */
+    tcf_reduce_cfg_t cfg;
+    uint64_t     src, dst;        /* input base (row 0), output base */
+    uint8_t      odims;
+    uint32_t     osize[TCF_OP_MAX_DIMS];
+    uint32_t     ostride[TCF_OP_MAX_DIMS][2];   /* bytes: output, input */
+} tcf_reduce_t;
+
+/* What the generated source depends on (and nothing else): the disk cache's key. */
+typedef struct {
+    tcf_red_op_t op;
+    uint8_t      root;
+    tcf_dtype_t  in_dt, out_dt, acc_dt;
+    uint16_t     bw, bh;          /* block; powers of two, bw * bh <= 512 */
+    uint8_t      vt0, ivs;        /* 1..8 each, powers of two */
+    uint8_t      vectorize, split_y;
+    uint8_t      odims;           /* 0..TCF_OP_MAX_DIMS */
+} tcf_reduce_shape_t;
+
+#define TCF_REDUCE_MAX_BUFS 8
+#define TCF_REDUCE_MAX_SCALARS 8
+
+/* The generated kernel's one parameter, passed by value; host and source agree on it
+ * (static asserts on both sides). src and dst come first, at offsets 0 and 8, so a tool
+ * can rebind them in a copy of the bytes. buf and s are for spliced code only. */
+typedef struct {
+    uint64_t src;                 /* the reduced tensor: read from, unless a prologue is
+                                   * spliced; its alignment always fixes the vector head */
+    uint64_t dst;                 /* where the default epilogue stores */
+    uint32_t num_inputs, num_outputs;
+    uint32_t factor;              /* MEAN: float bits */
+    uint32_t osize[TCF_OP_MAX_DIMS];
+    uint32_t ostride[TCF_OP_MAX_DIMS][2];
+    uint32_t pad_;
+    uint64_t buf[TCF_REDUCE_MAX_BUFS];
+    uint32_t s[TCF_REDUCE_MAX_SCALARS];
+} tcf_reduce_args_t;
+
+#define TCF_REDUCE_KERNEL "tcf_reduce"
+
+/* Code spliced into the kernel, for fusing elementwise work around the reduction. Each is
+ * the body of a __device__ function (NULL: the default), compiled in the scope of the
+ * kernel's types: tcf_in, tcf_acc, tcf_out (CUDA types of in_dt, acc_dt, out_dt: float,
+ * tcf_h, tcf_b), tcf_rargs (tcf_reduce_args_t), and
+ *     struct tcf_row { unsigned row; unsigned long long in_off, out_off; }
+ * (the output index and its row's byte offsets from src and dst), and the constant TCF_G
+ * (threads sharing a row). The row's length is a.num_inputs.
+ *
+ *   prologue   tcf_in tcf_pro(const tcf_rargs &a, const tcf_row &r, unsigned j)
+ *              element j of row r, as the reduction's input (eager's reduce_kernel loaded
+ *              it from memory in tcf_in). Default: loaded from src.
+ *   epilogue   void tcf_epi(const tcf_rargs &a, const tcf_row &r, tcf_out v)
+ *              run once per row, by the thread PyTorch stores from, with the projected,
+ *              cast result. Default: stored at dst + r.out_off.
+ *   row_pass   void tcf_rowpass(const tcf_rargs &a, const tcf_row &r, unsigned g, tcf_out v)
+ *              run after the epilogue by every thread of every row (g: its index among the
+ *              TCF_G threads of the row), with the row's result: a second pass over the
+ *              row (broadcast consumers: x * rsqrt(mean + eps)). Default: none.
+ *   helpers    text placed before the three (device functions they call).
+ * With a prologue the kernel never dereferences src: it may be the address eager's
+ * intermediate had (only its alignment matters), whether or not that memory exists. */
+typedef struct {
+    const char *prologue, *epilogue, *row_pass, *helpers;
+} tcf_reduce_splice_t;
+
+/* The shape a decoded launch's kernel needs, and its argument for that launch. */
+void tcf_reduce_shape_of(const tcf_reduce_t *r, tcf_reduce_shape_t *s);
+void tcf_reduce_args_of(const tcf_reduce_t *r, tcf_reduce_args_t *a);
+
+/* Writes NUL-terminated CUDA C for s (extern "C" __global__ tcf_reduce(tcf_rargs)), with
+ * sp's code spliced in (sp may be NULL). Returns its length, or -1 when s is malformed or
+ * buf is too small. Deterministic: the same s and sp give the same text. */
+int tcf_reduce_source(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp, char *buf,
+                      size_t cap);
+
+/* The launch of that kernel for num_outputs rows: PyTorch's grid and block (no dynamic
+ * shared memory: the source declares its own). */
+void tcf_reduce_launch_dims(const tcf_reduce_shape_t *s, uint32_t num_outputs, uint32_t grid[3],
+                            uint32_t block[3]);
+
+/* Static names; "?" out of range. */
+const char *tcf_reduce_op_name(tcf_red_op_t op);
+
+#endif
