@@ -5,15 +5,18 @@
  *
  *   hook_cost [launches] [sync_every]         one kernel, a stream synchronize every
  *                                             sync_every launches
- *   hook_cost --trace FILE [launches]         the launches of a recorded trace (real
- *                                             PyTorch names, layouts and parameters),
- *                                             in order, a synchronize after each pass
- *   both print "ns_per_launch <value>"
+ *   hook_cost --trace FILE [launches]         a recorded trace replayed in passes: its
+ *                                             launches (real names, layouts, parameters;
+ *                                             cuLaunchKernel or cuLaunchKernelEx as
+ *                                             recorded), memsets, and a synchronize
+ *                                             where each recorded window ended
+ *   both print "ns_per_launch <value>"; a trace also "first_pass_us <value>" (the first
+ *   pass, after HOOK_COST_DELAY_MS if set)
  *
- * With a trace, fuse mode holds and decodes each launch and plans each pass at the
- * synchronize; the stand-in driver runs nothing, so no generated kernel passes its
- * verification and every pass is issued as recorded: the figure is the cost of holding,
- * decoding, planning and issuing, the fused kernel's launch left out.
+ * With a trace, fuse mode decodes what it can and plans chains at the synchronizes; the
+ * stand-in driver runs nothing, so no generated kernel passes its verification and every
+ * pass is issued as recorded: the figure is the cost of holding, decoding, planning and
+ * issuing, the fused kernel's launch left out.
  */
 #include <cuda.h>
 #include <dlfcn.h>
