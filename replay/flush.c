@@ -1,0 +1,190 @@
+/* A window's close in graph mode (capture calls it for every window that closes with
+ * events, its lock held). A held window whose key has a ready graph, launch for launch
+ * the same kernels and shapes, runs as that graph; any other held window goes out as it
+ * was issued. Every window that did not run as a graph is learned: its key is counted,
+ * and once seen more than TCFUSE_REPLAY_WARMUP times, with TCFUSE_REPLAY_MIN launches or
+ * more that a node can each carry, its launches and bytes become a plan for the worker
+ * (or, with TCFUSE_REPLAY_SYNC, are instantiated here and now). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/internal.h"
+
+/* Whether w's held launches are p's nodes, in order (a 64-bit key collision, or a plan
+ * remade under the same key, must not run the wrong graph). */
+static int tcf_rmatches(const tcf_rplan_t *p, const tcf_window_t *w)
+{
+    if (p->n != w->nlaunch || !p->nodes)
+        return 0;
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < w->nev; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (e->kind != TCF_EV_LAUNCH)
+            continue;
+        tcf_rsig_t s;
+        if (!e->held || j >= p->n || tcf_rsig_of_event(w, e, &s) != TCF_RN_OK ||
+            memcmp(&s, &p->nodes[j].sig, sizeof s))
+            return 0;
+        j++;
+    }
+    return j == p->n;
+}
+
+/* Fills p's nodes and shadow from w's launches (already checked carriable). */
+static int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_t *sigs)
+{
+    uint32_t n = w->nlaunch, len = 0;
+    for (uint32_t i = 0; i < n; i++)
+        len += (sigs[i].pbytes + 7u) & ~7u;
+    p->nodes = calloc(n, sizeof *p->nodes);
+    p->shadow = malloc(len ? len : 8);
+    if (!p->nodes || !p->shadow) {
+        free(p->nodes), free(p->shadow);
+        p->nodes = NULL, p->shadow = NULL;
+        return -1;
+    }
+    uint32_t j = 0, at = 0;
+    for (uint32_t i = 0; i < w->nev && j < n; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (e->kind != TCF_EV_LAUNCH)
+            continue;
+        tcf_rnode_t *nd = &p->nodes[j];
+        nd->sig = sigs[j];
+        nd->k = e->u.l.k;
+        nd->soff = at;
+        memcpy(p->shadow + at, w->arena + e->u.l.poff, sigs[j].pbytes);
+        at += (sigs[j].pbytes + 7u) & ~7u;
+        if (e->u.l.nattr) {
+            nd->attr = malloc(e->u.l.nattr * sizeof *nd->attr);
+            if (nd->attr) {
+                memcpy(nd->attr, tcf_event_attrs(w, e), e->u.l.nattr * sizeof *nd->attr);
+                nd->nattr = e->u.l.nattr;
+            }
+        }
+        j++;
+    }
+    p->n = n;
+    p->shadow_len = len;
+    p->ctx = w->ctx;
+    p->stream = w->stream;
+    p->seed = w->rseed;
+    return 0;
+}
+
+/* Counts the window's key; makes its plan when it has been seen often enough. */
+static void tcf_rlearn(tcf_window_t *w, int held_all)
+{
+    if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) || tcf_rcapture_active() ||
+        w->rstate == TCF_R_FRESH || !w->nlaunch)
+        return;   /* FRESH: its first launch never came through replay (refused, or off) */
+    uint32_t n = w->nlaunch;
+    tcf_rsig_t stack_sigs[64], *sigs = n <= 64 ? stack_sigs : malloc(n * sizeof *sigs);
+    if (!sigs)
+        return;
+    int ok = 1;
+    uint64_t key = w->rseed;
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < w->nev && j < n; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (e->kind != TCF_EV_LAUNCH)
+            continue;
+        if (tcf_rsig_of_event(w, e, &sigs[j]) != TCF_RN_OK || e->rc != CUDA_SUCCESS)
+            ok = 0;
+        key = tcf_rkey_step(key, &sigs[j]);
+        j++;
+    }
+    (void)held_all;
+    atomic_fetch_add_explicit(&tcf_rctr.learned, 1, memory_order_relaxed);
+    tcf_rplan_t *build = NULL;
+    pthread_mutex_lock(&tcf_rplan_lock);
+    tcf_rplan_t *p = tcf_rplan_get(key, 1);
+    if (!p) {
+        atomic_fetch_add_explicit(&tcf_rctr.learn_untracked, 1, memory_order_relaxed);
+    } else {
+        p->seen++;
+        if (p->state == TCF_RP_COUNTING && p->seen > (uint64_t)tcf_cfg.replay_warmup) {
+            if (!ok || n < (uint32_t)tcf_cfg.replay_min) {
+                if (p->seen == (uint64_t)tcf_cfg.replay_warmup + 1)
+                    atomic_fetch_add_explicit(&tcf_rctr.not_buildable, 1, memory_order_relaxed);
+            } else if (tcf_rplan_fill(p, w, sigs) == 0) {
+                p->state = TCF_RP_BUILDING;
+                if (tcf_cfg.replay_sync) {
+                    p->built_sync = 1;
+                    build = p;
+                } else {
+                    tcf_rworker_enqueue(p);
+                }
+            }
+        }
+    }
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    if (sigs != stack_sigs)
+        free(sigs);
+    if (build) {
+        tcf_rworker_build(build);
+        tcf_rplan_retired_destroy(0);
+    }
+}
+
+/* Runs w's held launches as their graph. 1 replayed; 0 not (held work untouched). */
+static int tcf_rtry_replay(tcf_window_t *w)
+{
+    pthread_mutex_lock(&tcf_rplan_lock);
+    tcf_rplan_t *p = tcf_rplan_get(w->rh, 0);
+    int ready = p && p->state == TCF_RP_READY;
+    if (ready)
+        tcf_rplan_take(p);
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    if (!ready) {
+        atomic_fetch_add_explicit(&tcf_rctr.issued_no_graph, 1, memory_order_relaxed);
+        return 0;
+    }
+    int done = 0, reason = -1;
+    uint32_t patched = 0;
+    if (!tcf_rmatches(p, w)) {
+        atomic_fetch_add_explicit(&tcf_rctr.issued_collision, 1, memory_order_relaxed);
+    } else {
+        CUcontext prev;
+        int sw = tcf_rctx_enter(w, &prev);
+        done = tcf_rgraph_replay(p, w, &reason, &patched) == 0;
+        tcf_rctx_leave(sw, prev);
+        if (done) {
+            p->replays++;
+            w->graph_nodes = p->n;
+            w->graph_patched = patched;
+            atomic_fetch_add_explicit(&tcf_rctr.replayed, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&tcf_rctr.launches_replayed, p->n, memory_order_relaxed);
+            tcf_rstats_patched(patched);
+        } else {
+            atomic_fetch_add_explicit(&tcf_rctr.issued_failed, 1, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_lock(&tcf_rplan_lock);
+    tcf_rplan_done(p);
+    if (!done && reason >= 0 && p->state == TCF_RP_READY)
+        tcf_rplan_give_up(p, reason);
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    return done;
+}
+
+void tcf_replay_flush(tcf_window_t *w, const char *reason)
+{
+    if (w->nheld && w->rstate == TCF_R_HOLD) {
+        if (tcf_rtry_replay(w)) {
+            tcf_rheld_done(w);
+        } else {
+            tcf_rissue_held(w);
+            tcf_rlearn(w, 1);
+        }
+    } else {
+        if (w->nheld)   /* held work outside a holding window: never, but never lost */
+            tcf_rissue_held(w);
+        tcf_rlearn(w, 0);
+    }
+    w->rstate = TCF_R_FRESH;
+    w->rcut = 0;
+    if (tcf_r_is_cut(reason))
+        w->rord = w->rord < TCF_R_ORD_MAX ? w->rord + 1 : TCF_R_ORD_MAX;
+    else
+        w->rord = 0;
+}
