@@ -80,9 +80,17 @@ static void tcf_init_once(void)
         .graph_instantiate     = tcf_real_dlsym(h, "cuGraphInstantiateWithFlags"),
         .graph_exec_kernel_node_set_params = tcf_real_dlsym(h, "cuGraphExecKernelNodeSetParams_v2"),
         .graph_exec_update     = tcf_real_dlsym(h, "cuGraphExecUpdate_v2"),
+        .graph_add_memset_node = tcf_real_dlsym(h, "cuGraphAddMemsetNode"),
+        .graph_add_memcpy_node = tcf_real_dlsym(h, "cuGraphAddMemcpyNode"),
+        .graph_exec_memset_node_set_params = tcf_real_dlsym(h, "cuGraphExecMemsetNodeSetParams"),
+        .graph_exec_memcpy_node_set_params = tcf_real_dlsym(h, "cuGraphExecMemcpyNodeSetParams"),
         .graph_launch          = tcf_real_dlsym(h, "cuGraphLaunch"),
         .graph_exec_destroy    = tcf_real_dlsym(h, "cuGraphExecDestroy"),
         .graph_destroy         = tcf_real_dlsym(h, "cuGraphDestroy"),
+        .memset_d8_async       = tcf_real_dlsym(h, "cuMemsetD8Async"),
+        .memset_d16_async      = tcf_real_dlsym(h, "cuMemsetD16Async"),
+        .memset_d32_async      = tcf_real_dlsym(h, "cuMemsetD32Async"),
+        .memcpy_dtod_async     = tcf_real_dlsym(h, "cuMemcpyDtoDAsync_v2"),
     };
     tcf_driver_set(&drv);
     /* The one upward path, capture -> exec or replay, is a table handed down now. */

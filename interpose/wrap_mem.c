@@ -93,8 +93,8 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
         TCF_REAL_OR_FAIL(abi);                                                           \
         if (tcf_fusing())                                                                \
             tcf_exec_order(stream);                                                  \
-        else if (tcf_replaying())                                                        \
-            tcf_replay_order(stream, ptds);                                              \
+        else if (tcf_replaying() && tcf_replay_memset(name, dst, v, elem, n, stream, ptds)) \
+            return CUDA_SUCCESS;                                                         \
         CUresult rc = real(dst, v, n, stream);                                           \
         if (tcf_on())                                                                    \
             tcf_capture_memset(name, dst, v, elem, n, stream, ptds, rc);                 \
@@ -106,8 +106,8 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
         TCF_REAL_OR_FAIL(abi);                                                           \
         if (tcf_fusing())                                                                \
             tcf_exec_order(stream);                                                  \
-        else if (tcf_replaying())                                                        \
-            tcf_replay_order(stream, ptds);                                              \
+        else if (tcf_replaying() && tcf_replay_memcpy(dst, src, n, stream, ptds))        \
+            return CUDA_SUCCESS;                                                         \
         CUresult rc = real(dst, src, n, stream);                                         \
         if (tcf_on())                                                                    \
             tcf_capture_memcpy("cuMemcpyDtoDAsync", dst, src, n, stream, ptds, rc);      \

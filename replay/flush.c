@@ -10,16 +10,22 @@
 
 #include "replay/internal.h"
 
-/* Whether w's held launches are p's nodes, in order (a 64-bit key collision, or a plan
- * remade under the same key, must not run the wrong graph). */
+/* The nodes of window w: launches, memsets and copies. */
+static uint32_t tcf_rnodes(const tcf_window_t *w)
+{
+    return w->nlaunch + w->nops;
+}
+
+/* Whether w's held work is p's nodes, in order (a 64-bit key collision, or a plan remade
+ * under the same key, must not run the wrong graph). */
 static int tcf_rmatches(const tcf_rplan_t *p, const tcf_window_t *w)
 {
-    if (p->n != w->nlaunch || !p->nodes)
+    if (p->n != tcf_rnodes(w) || !p->nodes)
         return 0;
     uint32_t j = 0;
     for (uint32_t i = 0; i < w->nev; i++) {
         const tcf_event_t *e = &w->ev[i];
-        if (e->kind != TCF_EV_LAUNCH)
+        if (!tcf_revent_node(e))
             continue;
         tcf_rsig_t s;
         if (!e->held || j >= p->n || tcf_rsig_of_event(w, e, &s) != TCF_RN_OK ||
@@ -30,10 +36,11 @@ static int tcf_rmatches(const tcf_rplan_t *p, const tcf_window_t *w)
     return j == p->n;
 }
 
-/* Fills p's nodes and shadow from w's launches (already checked carriable). */
-static int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_t *sigs)
+/* Fills p's nodes and shadow from w's nodes (already checked carriable). */
+static int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_t *sigs,
+                          uint32_t n)
 {
-    uint32_t n = w->nlaunch, len = 0;
+    uint32_t len = 0;
     for (uint32_t i = 0; i < n; i++)
         len += (sigs[i].pbytes + 7u) & ~7u;
     p->nodes = calloc(n, sizeof *p->nodes);
@@ -46,15 +53,16 @@ static int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_
     uint32_t j = 0, at = 0;
     for (uint32_t i = 0; i < w->nev && j < n; i++) {
         const tcf_event_t *e = &w->ev[i];
-        if (e->kind != TCF_EV_LAUNCH)
+        if (!tcf_revent_node(e))
             continue;
         tcf_rnode_t *nd = &p->nodes[j];
+        uint8_t op[TCF_R_OP_BYTES];
         nd->sig = sigs[j];
-        nd->k = e->u.l.k;
+        nd->k = e->kind == TCF_EV_LAUNCH ? e->u.l.k : NULL;
         nd->soff = at;
-        memcpy(p->shadow + at, w->arena + e->u.l.poff, sigs[j].pbytes);
+        memcpy(p->shadow + at, tcf_revent_bytes(w, e, op), sigs[j].pbytes);
         at += (sigs[j].pbytes + 7u) & ~7u;
-        if (e->u.l.nattr) {
+        if (e->kind == TCF_EV_LAUNCH && e->u.l.nattr) {
             nd->attr = malloc(e->u.l.nattr * sizeof *nd->attr);
             if (nd->attr) {
                 memcpy(nd->attr, tcf_event_attrs(w, e), e->u.l.nattr * sizeof *nd->attr);
@@ -77,7 +85,7 @@ static void tcf_rlearn(tcf_window_t *w, int held_all)
     if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) || tcf_rcapture_active() ||
         w->rstate == TCF_R_FRESH || !w->nlaunch)
         return;   /* FRESH: its first launch never came through replay (refused, or off) */
-    uint32_t n = w->nlaunch;
+    uint32_t n = tcf_rnodes(w);
     tcf_rsig_t stack_sigs[64], *sigs = n <= 64 ? stack_sigs : malloc(n * sizeof *sigs);
     if (!sigs)
         return;
@@ -86,7 +94,7 @@ static void tcf_rlearn(tcf_window_t *w, int held_all)
     uint32_t j = 0;
     for (uint32_t i = 0; i < w->nev && j < n; i++) {
         const tcf_event_t *e = &w->ev[i];
-        if (e->kind != TCF_EV_LAUNCH)
+        if (!tcf_revent_node(e))
             continue;
         if (tcf_rsig_of_event(w, e, &sigs[j]) != TCF_RN_OK || e->rc != CUDA_SUCCESS)
             ok = 0;
@@ -103,10 +111,10 @@ static void tcf_rlearn(tcf_window_t *w, int held_all)
     } else {
         p->seen++;
         if (p->state == TCF_RP_COUNTING && p->seen > (uint64_t)tcf_cfg.replay_warmup) {
-            if (!ok || n < (uint32_t)tcf_cfg.replay_min) {
+            if (!ok || j != n || w->nlaunch < (uint32_t)tcf_cfg.replay_min) {
                 if (p->seen == (uint64_t)tcf_cfg.replay_warmup + 1)
                     atomic_fetch_add_explicit(&tcf_rctr.not_buildable, 1, memory_order_relaxed);
-            } else if (tcf_rplan_fill(p, w, sigs) == 0) {
+            } else if (tcf_rplan_fill(p, w, sigs, n) == 0) {
                 p->state = TCF_RP_BUILDING;
                 if (tcf_cfg.replay_sync) {
                     p->built_sync = 1;
@@ -153,7 +161,8 @@ static int tcf_rtry_replay(tcf_window_t *w)
             w->graph_nodes = p->n;
             w->graph_patched = patched;
             atomic_fetch_add_explicit(&tcf_rctr.replayed, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&tcf_rctr.launches_replayed, p->n, memory_order_relaxed);
+            atomic_fetch_add_explicit(&tcf_rctr.launches_replayed, w->nlaunch,
+                                      memory_order_relaxed);
             tcf_rstats_patched(patched);
         } else {
             atomic_fetch_add_explicit(&tcf_rctr.issued_failed, 1, memory_order_relaxed);

@@ -1,5 +1,5 @@
-/* The driver's graph API, as graph mode uses it. A plan's graph is a chain of kernel
- * nodes in the window's order (one stream: each launch after the one before). A replay
+/* The driver's graph API, as graph mode uses it. A plan's graph is a chain of kernel,
+ * memset and copy nodes in the window's order (one stream: each after the one before). A replay
  * patches only the nodes whose parameter bytes differ from what the node holds (the
  * plan's shadow copy: the driver has no getter), then launches the graph on the window's
  * stream; the window's held frees follow it. A patch the driver refuses is retried as a
@@ -19,7 +19,10 @@ int tcf_rgraph_api(void)
            tcf_drv.graph_add_kernel_node && tcf_drv.graph_kernel_node_set_attribute &&
            tcf_drv.graph_instantiate && tcf_drv.graph_exec_kernel_node_set_params &&
            tcf_drv.graph_exec_update && tcf_drv.graph_launch && tcf_drv.graph_exec_destroy &&
-           tcf_drv.graph_destroy;
+           tcf_drv.graph_destroy && tcf_drv.graph_add_memset_node &&
+           tcf_drv.graph_add_memcpy_node && tcf_drv.graph_exec_memset_node_set_params &&
+           tcf_drv.graph_exec_memcpy_node_set_params && tcf_drv.memset_d8_async &&
+           tcf_drv.memset_d16_async && tcf_drv.memset_d32_async && tcf_drv.memcpy_dtod_async;
 }
 
 /* Estimated device memory of an instantiated graph: a fixed part and, per kernel node,
@@ -53,6 +56,30 @@ void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
         ex[2] = CU_LAUNCH_PARAM_BUFFER_SIZE, ex[3] = exsize, ex[4] = CU_LAUNCH_PARAM_END;
         np->extra = ex;
     }
+}
+
+/* A memset node's or a copy node's parameters from its 16 bytes (dst, value or src). */
+static void tcf_rop_params(const tcf_rsig_t *s, const uint8_t *bytes,
+                           CUDA_MEMSET_NODE_PARAMS *ms, CUDA_MEMCPY3D *mc)
+{
+    uint64_t dst, second, count = s->grid[1] | (uint64_t)s->grid[2] << 32;
+    memcpy(&dst, bytes, 8);
+    memcpy(&second, bytes + 8, 8);
+    if (s->kind == TCF_R_KIND_MEMSET) {
+        memset(ms, 0, sizeof *ms);
+        ms->dst = dst, ms->value = (unsigned)second, ms->elementSize = s->grid[0];
+        ms->width = count, ms->height = 1;
+    } else {
+        memset(mc, 0, sizeof *mc);
+        mc->srcMemoryType = CU_MEMORYTYPE_DEVICE, mc->srcDevice = second;
+        mc->dstMemoryType = CU_MEMORYTYPE_DEVICE, mc->dstDevice = dst;
+        mc->WidthInBytes = count, mc->Height = 1, mc->Depth = 1;
+    }
+}
+
+static int tcf_rnode_is_op(const tcf_rnode_t *n)
+{
+    return n->sig.kind == TCF_R_KIND_MEMSET || n->sig.kind == TCF_R_KIND_MEMCPY;
 }
 
 /* Room for a kernel's parameter pointers: on the stack for most, else allocated. */
@@ -99,12 +126,27 @@ static int tcf_rgraph_make(const tcf_rplan_t *p, uint8_t *const *bytes_of, CUgra
     CUgraphNode prev = NULL;
     for (uint32_t i = 0; i < p->n; i++) {
         const tcf_rnode_t *n = &p->nodes[i];
+        CUgraphNode node = NULL;
+        if (tcf_rnode_is_op(n)) {
+            CUDA_MEMSET_NODE_PARAMS ms;
+            CUDA_MEMCPY3D mc;
+            tcf_rop_params(&n->sig, bytes_of[i], &ms, &mc);
+            CUresult rc = n->sig.kind == TCF_R_KIND_MEMSET
+                ? tcf_drv.graph_add_memset_node(&node, g, prev ? &prev : NULL, prev ? 1 : 0, &ms,
+                                                (CUcontext)(uintptr_t)p->ctx)
+                : tcf_drv.graph_add_memcpy_node(&node, g, prev ? &prev : NULL, prev ? 1 : 0, &mc,
+                                                (CUcontext)(uintptr_t)p->ctx);
+            if (rc != CUDA_SUCCESS)
+                goto refused;
+            nodes[i] = node;
+            prev = node;
+            continue;
+        }
         CUDA_KERNEL_NODE_PARAMS np;
         void **pp = tcf_pp_for(&b, n->k);
         if (!pp)
             goto refused;
         tcf_rnode_params(&n->sig, n->k, p->ctx, bytes_of[i], pp, ex, &exsize, &np);
-        CUgraphNode node = NULL;
         if (tcf_drv.graph_add_kernel_node(&node, g, prev ? &prev : NULL, prev ? 1 : 0, &np) !=
             CUDA_SUCCESS)
             goto refused;
@@ -206,17 +248,25 @@ static int tcf_rgraph_refresh(tcf_rplan_t *p, uint8_t *const *bytes_of, int *rea
 int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched)
 {
     uint8_t *stack_bytes[128], **bytes_of = stack_bytes;
-    if (p->n > 128 && !(bytes_of = malloc(p->n * sizeof *bytes_of)))
+    uint8_t (*ops)[TCF_R_OP_BYTES] = NULL;
+    if (w->nops && !(ops = malloc(w->nops * sizeof *ops)))
         return -1;
+    if (p->n > 128 && !(bytes_of = malloc(p->n * sizeof *bytes_of))) {
+        free(ops);
+        return -1;
+    }
     uint64_t stream = 0;
-    uint32_t j = 0;
+    uint32_t j = 0, o = 0;
     for (uint32_t i = 0; i < w->nev && j < p->n; i++) {
         const tcf_event_t *e = &w->ev[i];
-        if (e->kind != TCF_EV_LAUNCH || !e->held)
+        if (!tcf_revent_node(e) || !e->held)
             continue;
         if (!j)
             stream = e->stream;
-        bytes_of[j++] = w->arena + e->u.l.poff;
+        if (e->kind == TCF_EV_LAUNCH)
+            bytes_of[j++] = w->arena + e->u.l.poff;
+        else if (o < w->nops)
+            bytes_of[j++] = (uint8_t *)tcf_revent_bytes(w, e, ops[o++]);
     }
     int rc = -1;
     *patched = 0;
@@ -231,6 +281,23 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
         uint8_t *sh = p->shadow + n->soff;
         if (!memcmp(sh, bytes_of[i], n->sig.pbytes))
             continue;
+        if (tcf_rnode_is_op(n)) {
+            CUDA_MEMSET_NODE_PARAMS ms;
+            CUDA_MEMCPY3D mc;
+            tcf_rop_params(&n->sig, bytes_of[i], &ms, &mc);
+            CUcontext ctx = (CUcontext)(uintptr_t)p->ctx;
+            if ((n->sig.kind == TCF_R_KIND_MEMSET
+                     ? tcf_drv.graph_exec_memset_node_set_params(p->exec, n->node, &ms, ctx)
+                     : tcf_drv.graph_exec_memcpy_node_set_params(p->exec, n->node, &mc, ctx)) !=
+                CUDA_SUCCESS) {
+                atomic_fetch_add(&tcf_rctr.patch_failed, 1);
+                failed = 1;
+                break;
+            }
+            memcpy(sh, bytes_of[i], n->sig.pbytes);
+            (*patched)++;
+            continue;
+        }
         CUDA_KERNEL_NODE_PARAMS np;
         void **pp = tcf_pp_for(&b, n->k);
         if (!pp) {
@@ -275,5 +342,6 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
 out:
     if (bytes_of != stack_bytes)
         free(bytes_of);
+    free(ops);
     return rc;
 }

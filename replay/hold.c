@@ -16,11 +16,13 @@
  * own held window. A free behind held launches is held (the block may still be read);
  * allocations go through at once (the caller needs the pointer) and are recorded.
  *
- * What is not held, and cuts the window before and after it: launches a graph node
- * cannot carry as they were made (cooperative, programmatic serialization, attributes
- * unknown here), launches on the per-thread default stream (held work may be issued by
- * another thread, whose per-thread stream is another), launches whose parameters could
- * not be copied. While the application captures a stream itself, nothing is held.
+ * Device memsets and device-to-device copies are held like launches (memset and copy
+ * nodes). What is not held, and cuts the window before and after it: launches a graph
+ * node cannot carry as they were made (cooperative, programmatic serialization,
+ * attributes unknown here), launches whose parameters could not be copied. Nothing on the
+ * per-thread default stream is held (held work may be issued by another thread, whose
+ * per-thread stream is another). While the application captures a stream itself,
+ * nothing is held.
  *
  * A held launch returns CUDA_SUCCESS. It is only held while it matches, kernel, shape and
  * parameter size, a launch the driver accepted before in a window that became a graph; a
@@ -95,6 +97,18 @@ static CUresult tcf_rissue_launch(const tcf_window_t *w, const tcf_event_t *e)
     return rc;
 }
 
+static CUresult tcf_rissue_op(const tcf_event_t *e)
+{
+    CUstream s = (CUstream)(uintptr_t)e->stream;
+    if (e->kind == TCF_EV_MEMCPY)
+        return tcf_drv.memcpy_dtod_async(e->u.op.dst, e->u.op.src, e->u.op.count, s);
+    switch (e->u.op.elem) {
+    case 1: return tcf_drv.memset_d8_async(e->u.op.dst, (unsigned char)e->u.op.value, e->u.op.count, s);
+    case 2: return tcf_drv.memset_d16_async(e->u.op.dst, (unsigned short)e->u.op.value, e->u.op.count, s);
+    default: return tcf_drv.memset_d32_async(e->u.op.dst, (unsigned)e->u.op.value, e->u.op.count, s);
+    }
+}
+
 void tcf_rissue_held(tcf_window_t *w)
 {
     if (!w->nheld)
@@ -112,6 +126,8 @@ void tcf_rissue_held(tcf_window_t *w)
             launches++;
         } else if (e->kind == TCF_EV_FREE) {
             rc = tcf_drv.mem_free_async(e->u.m.ptr, (CUstream)(uintptr_t)e->stream);
+        } else if (e->kind == TCF_EV_MEMSET || e->kind == TCF_EV_MEMCPY) {
+            rc = tcf_rissue_op(e);
         }
         if (rc != CUDA_SUCCESS)
             atomic_fetch_add(&tcf_rctr.held_failed, 1);
@@ -166,6 +182,82 @@ static void tcf_rexit(void)
     tcf_replay_stop();
 }
 
+/* Appends a held launch (arg: its tcf_launch_t). 0, or -1 when out of memory. */
+static int tcf_rappend_launch(tcf_window_t *w, const void *arg)
+{
+    const tcf_launch_t *l = arg;
+    if (!tcf_window_add_launch(w, l, 1, CUDA_SUCCESS, tcf_now_ns()))
+        return -1;
+    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&l->k->launches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_rctr.held, 1, memory_order_relaxed);
+    return 0;
+}
+
+/* Appends a held memset or copy (arg: its event, filled but for the time). */
+static int tcf_rappend_op(tcf_window_t *w, const void *arg)
+{
+    tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
+    if (!e)
+        return -1;
+    uint64_t t = e->t;
+    *e = *(const tcf_event_t *)arg;
+    e->t = t;
+    w->nops++;
+    atomic_fetch_add(&tcf_ctr.ops, 1);
+    atomic_fetch_add_explicit(&tcf_rctr.held_ops, 1, memory_order_relaxed);
+    return 0;
+}
+
+/* The step every piece of work that may be held goes through (w locked): the window's
+ * key so far, folded with sig, must be a prefix of a ready graph's key; then append holds
+ * it. Otherwise what the window held goes out and the window runs as issued to its end.
+ * Returns 1 when held. */
+static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
+                     int (*append)(tcf_window_t *, const void *), const void *arg)
+{
+    if (w->rcut) {  /* the work after a launch a node cannot carry starts a new window */
+        if (w->nlaunch || w->nops)
+            tcf_window_close_locked(w, tcf_r_cut_after, NULL, 0);
+        w->rcut = 0;
+    }
+    if (w->rstate == TCF_R_FRESH) {
+        uint64_t epoch = atomic_load_explicit(&tcf_ctr.boundary_calls, memory_order_relaxed);
+        if (epoch != w->repoch) {  /* a boundary since this stream's last window began */
+            w->repoch = epoch;
+            w->rord = 0;
+        }
+        w->rseed = w->rh = tcf_rkey_seed(w->ctx, w->stream, w->rord);
+    }
+    if (w->rstate == TCF_R_PASS)
+        return 0;
+    uint64_t h = tcf_rkey_step(w->rh, sig);
+    if (tcf_rprefix_has(h) && atomic_load_explicit(&tcf_ron, memory_order_relaxed) &&
+        append(w, arg) == 0) {
+        if (!w->nheld) {
+            atomic_fetch_add(&tcf_rholding, 1);
+            if (tcf_is_legacy(w))
+                atomic_fetch_add(&tcf_rlegacy, 1);
+            atomic_fetch_add_explicit(&tcf_rctr.holds, 1, memory_order_relaxed);
+        }
+        w->nheld++;
+        w->rh = h;
+        w->rstate = TCF_R_HOLD;
+        static atomic_int registered;
+        if (!atomic_exchange(&registered, 1))
+            atexit(tcf_rexit);
+        if (w->nlaunch >= tcf_rcap)
+            tcf_window_close_locked(w, "size-cap", NULL, 0);
+        return 1;
+    }
+    if (w->rstate == TCF_R_HOLD) {  /* left every graph's path */
+        tcf_rissue_held(w);
+        atomic_fetch_add_explicit(&tcf_rctr.issued_diverged, 1, memory_order_relaxed);
+    }
+    w->rstate = TCF_R_PASS;
+    return 0;
+}
+
 int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                       unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                       int ptds, void **params, void **extra, const CUlaunchAttribute *attrs,
@@ -198,7 +290,7 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
             atomic_fetch_add_explicit(&tcf_rctr.not_held_attr_id[bad_attr], 1,
                                       memory_order_relaxed);
         if (w->stream != (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD) {
-            if (w->nlaunch) {
+            if (w->nlaunch || w->nops) {
                 tcf_window_close_locked(w, tcf_r_cut_unsupported, NULL, 0);
                 atomic_fetch_add_explicit(&tcf_rctr.cuts_unsupported, 1, memory_order_relaxed);
             }
@@ -207,53 +299,9 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
         pthread_mutex_unlock(&w->lock);
         return 0;
     }
-    if (w->rcut) {
-        if (w->nlaunch)
-            tcf_window_close_locked(w, tcf_r_cut_after, NULL, 0);
-        w->rcut = 0;
-    }
-    if (w->rstate == TCF_R_FRESH) {
-        uint64_t epoch = atomic_load_explicit(&tcf_ctr.boundary_calls, memory_order_relaxed);
-        if (epoch != w->repoch) {  /* a boundary since this stream's last window began */
-            w->repoch = epoch;
-            w->rord = 0;
-        }
-        w->rseed = w->rh = tcf_rkey_seed(w->ctx, w->stream, w->rord);
-    }
-    if (w->rstate != TCF_R_PASS) {
-        uint64_t h = tcf_rkey_step(w->rh, &sig);
-        if (tcf_rprefix_has(h) && atomic_load_explicit(&tcf_ron, memory_order_relaxed)) {
-            tcf_event_t *e = tcf_window_add_launch(w, &l, 1, CUDA_SUCCESS, tcf_now_ns());
-            if (e) {
-                if (!w->nheld) {
-                    atomic_fetch_add(&tcf_rholding, 1);
-                    if (tcf_is_legacy(w))
-                        atomic_fetch_add(&tcf_rlegacy, 1);
-                    atomic_fetch_add_explicit(&tcf_rctr.holds, 1, memory_order_relaxed);
-                }
-                w->nheld++;
-                w->rh = h;
-                w->rstate = TCF_R_HOLD;
-                atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&l.k->launches, 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&tcf_rctr.held, 1, memory_order_relaxed);
-                *result = CUDA_SUCCESS;
-                taken = 1;
-                static atomic_int registered;
-                if (!atomic_exchange(&registered, 1))
-                    atexit(tcf_rexit);
-                if (w->nlaunch >= tcf_rcap)
-                    tcf_window_close_locked(w, "size-cap", NULL, 0);
-            }
-        }
-        if (!taken) {
-            if (w->rstate == TCF_R_HOLD) {  /* left every graph's path */
-                tcf_rissue_held(w);
-                atomic_fetch_add_explicit(&tcf_rctr.issued_diverged, 1, memory_order_relaxed);
-            }
-            w->rstate = TCF_R_PASS;
-        }
-    }
+    taken = tcf_rtake(w, &sig, tcf_rappend_launch, &l);
+    if (taken)
+        *result = CUDA_SUCCESS;
     pthread_mutex_unlock(&w->lock);
     return taken;
 }
@@ -291,21 +339,41 @@ int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds)
     return taken;
 }
 
-void tcf_replay_order(CUstream stream, int ptds)
+/* A memset or a device-to-device copy: a node of the graph like a launch. */
+static int tcf_replay_op(tcf_event_t *proto, CUstream stream, int ptds)
 {
-    if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed))
-        return;
+    if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) ||
+        atomic_load_explicit(&tcf_rcapturing, memory_order_relaxed))
+        return 0;
     tcf_window_t *w = tcf_window_for(stream, ptds);
     tcf_rorder(w);
-    if (!w || !__atomic_load_n(&w->nlaunch, __ATOMIC_RELAXED))
-        return;
-    /* A memset or copy between launches: a structural cut, the same in every iteration. */
+    if (!w || w->stream == (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD)
+        return 0;
+    proto->held = 1;
+    proto->stream = (uint64_t)(uintptr_t)stream;
+    tcf_rsig_t sig;
+    tcf_rsig_of_op(proto->kind == TCF_EV_MEMSET ? TCF_R_KIND_MEMSET : TCF_R_KIND_MEMCPY,
+                   proto->kind == TCF_EV_MEMSET ? proto->u.op.elem : 0, proto->u.op.count, &sig);
     pthread_mutex_lock(&w->lock);
-    if (w->nlaunch) {
-        tcf_window_close_locked(w, tcf_r_cut_streamop, NULL, 0);
-        atomic_fetch_add(&tcf_rctr.cuts_streamop, 1);
-    }
+    int taken = tcf_rtake(w, &sig, tcf_rappend_op, proto);
     pthread_mutex_unlock(&w->lock);
+    return taken;
+}
+
+int tcf_replay_memset(const char *call, CUdeviceptr dst, unsigned value, unsigned elem,
+                      size_t count, CUstream stream, int ptds)
+{
+    tcf_event_t e = { .kind = TCF_EV_MEMSET };
+    e.u.op.call = call, e.u.op.dst = dst, e.u.op.value = value, e.u.op.elem = elem;
+    e.u.op.count = count;
+    return tcf_replay_op(&e, stream, ptds);
+}
+
+int tcf_replay_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, int ptds)
+{
+    tcf_event_t e = { .kind = TCF_EV_MEMCPY };
+    e.u.op.call = "cuMemcpyDtoDAsync", e.u.op.dst = dst, e.u.op.src = src, e.u.op.count = bytes;
+    return tcf_replay_op(&e, stream, ptds);
 }
 
 void tcf_replay_capture_begin(void)

@@ -34,7 +34,6 @@ enum {
 /* The reasons replay itself closes a window with (compared by address). */
 extern const char tcf_r_cut_unsupported[];  /* before a launch a node cannot carry */
 extern const char tcf_r_cut_after[];        /* after it */
-extern const char tcf_r_cut_streamop[];     /* before a device memset or copy */
 /* A cut (the cap, or one of replay's own) counts windows since the stream's boundary; any
  * other reason is a boundary and starts the count again. */
 int tcf_r_is_cut(const char *reason);
@@ -53,6 +52,21 @@ typedef struct {
 } tcf_rsig_t;
 
 enum { TCF_R_FORM_PARAMS = 0, TCF_R_FORM_EXTRA = 1 };
+/* A node that is not a kernel (tcf_rsig_t.kind): a device memset (grid[0] the element
+ * size, grid[1..2] the count) or a device-to-device copy (grid[1..2] the bytes). Its
+ * 16 bytes are dst and value, or dst and src. */
+enum { TCF_R_KIND_MEMSET = 16, TCF_R_KIND_MEMCPY = 17 };
+#define TCF_R_OP_BYTES 16
+
+/* Whether event e becomes a node of a graph (a launch, a memset, a copy). */
+static inline int tcf_revent_node(const tcf_event_t *e)
+{
+    return e->kind == TCF_EV_LAUNCH || e->kind == TCF_EV_MEMSET || e->kind == TCF_EV_MEMCPY;
+}
+/* The bytes a node of event e holds: a launch's parameters in w's arena, or a memset's
+ * or copy's 16 bytes written into op. */
+const uint8_t *tcf_revent_bytes(const tcf_window_t *w, const tcf_event_t *e,
+                                uint8_t op[TCF_R_OP_BYTES]);
 
 uint64_t tcf_rkey_seed(uint64_t ctx, uint64_t stream, uint32_t ord);
 uint64_t tcf_rkey_step(uint64_t h, const tcf_rsig_t *s);
@@ -69,6 +83,8 @@ int tcf_rsig_of_launch(const tcf_window_t *w, const tcf_launch_t *l, tcf_rsig_t 
                        int *bad_attr);
 /* The same for a recorded launch event (learning): 0 when a graph could carry it. */
 int tcf_rsig_of_event(const tcf_window_t *w, const tcf_event_t *e, tcf_rsig_t *s);
+/* The signature of a memset (elem 1, 2, 4) or a copy (elem 0) of count elements. */
+void tcf_rsig_of_op(int kind, unsigned elem, uint64_t count, tcf_rsig_t *s);
 /* Whether a node carries these attributes (and their digest). */
 int tcf_rattrs_ok(const CUlaunchAttribute *a, unsigned n, uint64_t *digest, int *bad);
 
@@ -114,7 +130,7 @@ extern const char *const tcf_rg_names[TCF_RG__COUNT];
  * plan's shadow, its attributes (applied once, at build) and the graph's node. */
 typedef struct {
     tcf_rsig_t         sig;
-    tcf_kernel_t      *k;              /* for the parameter layout */
+    tcf_kernel_t      *k;              /* for the parameter layout; NULL for a memset or copy */
     uint32_t           soff;           /* in shadow */
     uint32_t           nattr;
     CUlaunchAttribute *attr;           /* nattr of them, applied once, at build */
@@ -211,7 +227,8 @@ extern atomic_int tcf_ron;
 /* --- counters (stats.c) -------------------------------------------------------------- */
 #define TCF_R_PATCH_BUCKETS 12   /* nodes patched per replay: 0, 1, 2-3, ..., 512+ */
 typedef struct {
-    atomic_ullong held, held_frees, holds;          /* launches, frees; windows held */
+    atomic_ullong held, held_frees, held_ops, holds; /* launches, frees, memsets and copies;
+                                                      * windows held */
     atomic_ullong replayed, launches_replayed, frees_after;
     atomic_ullong patched, patch_max, patches_hist[TCF_R_PATCH_BUCKETS];
     atomic_ullong issued_diverged, issued_no_graph, issued_order, issued_failed,
@@ -222,7 +239,7 @@ typedef struct {
     atomic_ullong not_held[TCF_RN__COUNT];
     atomic_ullong not_held_attr_id[32];
     atomic_ullong capturing, app_captures, held_failed;
-    atomic_ullong cuts_unsupported, cuts_streamop;
+    atomic_ullong cuts_unsupported;
 } tcf_rcounters_t;
 extern tcf_rcounters_t tcf_rctr;
 void tcf_rstats_patched(uint32_t n);

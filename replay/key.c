@@ -14,7 +14,6 @@
 
 const char tcf_r_cut_unsupported[] = "replay-cut:unsupported-launch";
 const char tcf_r_cut_after[] = "replay-cut:after-unsupported";
-const char tcf_r_cut_streamop[] = "replay-cut:memset-or-copy";
 
 const char *const tcf_rn_names[TCF_RN__COUNT] = {
     [TCF_RN_OK] = "ok", [TCF_RN_PTDS] = "per-thread-stream", [TCF_RN_ATTR] = "attribute",
@@ -25,7 +24,7 @@ const char *const tcf_rn_names[TCF_RN__COUNT] = {
 int tcf_r_is_cut(const char *reason)
 {
     return reason == tcf_r_cut_unsupported || reason == tcf_r_cut_after ||
-           reason == tcf_r_cut_streamop || !strcmp(reason, "size-cap");
+           !strcmp(reason, "size-cap");
 }
 
 static inline uint64_t tcf_rmix(uint64_t h, uint64_t v)
@@ -127,12 +126,37 @@ int tcf_rsig_of_launch(const tcf_window_t *w, const tcf_launch_t *l, tcf_rsig_t 
     return TCF_RN_OK;
 }
 
+void tcf_rsig_of_op(int kind, unsigned elem, uint64_t count, tcf_rsig_t *s)
+{
+    memset(s, 0, sizeof *s);
+    s->kind = (uint32_t)kind;
+    s->grid[0] = elem;
+    s->grid[1] = (uint32_t)count, s->grid[2] = (uint32_t)(count >> 32);
+    s->pbytes = TCF_R_OP_BYTES;
+}
+
+const uint8_t *tcf_revent_bytes(const tcf_window_t *w, const tcf_event_t *e,
+                                uint8_t op[TCF_R_OP_BYTES])
+{
+    if (e->kind == TCF_EV_LAUNCH)
+        return w->arena + e->u.l.poff;
+    uint64_t second = e->kind == TCF_EV_MEMSET ? e->u.op.value : e->u.op.src;
+    memcpy(op, &e->u.op.dst, 8);
+    memcpy(op + 8, &second, 8);
+    return op;
+}
+
 int tcf_rsig_of_event(const tcf_window_t *w, const tcf_event_t *e, tcf_rsig_t *s)
 {
     memset(s, 0, sizeof *s);
-    const tcf_kernel_t *k = e->u.l.k;
     if (w->stream == (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD)
         return TCF_RN_PTDS;
+    if (e->kind == TCF_EV_MEMSET || e->kind == TCF_EV_MEMCPY) {
+        tcf_rsig_of_op(e->kind == TCF_EV_MEMSET ? TCF_R_KIND_MEMSET : TCF_R_KIND_MEMCPY,
+                       e->kind == TCF_EV_MEMSET ? e->u.op.elem : 0, e->u.op.count, s);
+        return TCF_RN_OK;
+    }
+    const tcf_kernel_t *k = e->u.l.k;
     if (k->kind != TCF_KIND_KERNEL && k->kind != TCF_KIND_FUNCTION)
         return TCF_RN_KERNEL;
     /* Copied bytes are either the layout's (params form) or the extra buffer's. */

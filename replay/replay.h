@@ -3,7 +3,7 @@
  * differ from the last replay, for any CUDA program.
  *
  * How: every window is cut structurally (boundaries, the launch cap TCFUSE_REPLAY_MAX,
- * launches a graph node cannot carry, device memsets and copies: never the idle timer),
+ * launches a graph node cannot carry: never the idle timer),
  * so the same work gets the same key whatever the host's timing. Windows run as issued
  * and are learned: a key seen more than TCFUSE_REPLAY_WARMUP times, with at least
  * TCFUSE_REPLAY_MIN launches, becomes a graph, instantiated in the background. From then
@@ -48,9 +48,12 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
 /* A stream-ordered free: 1 when held behind held launches that may read the block, 0
  * when the caller must free now. */
 int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds);
-/* Other device work on `stream` (memsets, device copies): cuts its window and keeps the
- * legacy default stream's order against the others. */
-void tcf_replay_order(CUstream stream, int ptds);
+/* A device memset (elem 1, 2 or 4 bytes, count elements) or a device-to-device copy on
+ * its way to the driver: 1 when held (a node of the graph, like a launch), 0 when the
+ * caller must issue and record it (held work it must follow has been issued). */
+int tcf_replay_memset(const char *call, CUdeviceptr dst, unsigned value, unsigned elem,
+                      size_t count, CUstream stream, int ptds);
+int tcf_replay_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, int ptds);
 /* The application is about to begin a stream capture of its own (called before the
  * driver's cuStreamBeginCapture: waits for the worker to leave its instantiation, which
  * the capture could otherwise refuse), or ended one (after cuStreamEndCapture, or after a

@@ -29,9 +29,9 @@ void tcf_replay_stats_print(void)
 {
     unsigned long long rep = L(replayed), lrep = L(launches_replayed), all = atomic_load(&tcf_ctr.launches);
     tcf_out("  replay        %llu windows run as graphs (%llu launches, %.1f%% of all); %llu "
-            "windows held (%llu launches, %llu frees)",
+            "windows held (%llu launches, %llu memsets and copies, %llu frees)",
             rep, lrep, all ? 100.0 * (double)lrep / (double)all : 0.0, L(holds), L(held),
-            L(held_frees));
+            L(held_ops), L(held_frees));
     char line[512];
     size_t len = 0;
     line[0] = '\0';
@@ -103,9 +103,8 @@ void tcf_replay_stats_print(void)
                                 L(capturing), L(app_captures));
     if (len)
         tcf_out("  not held      %s", line);
-    if (L(cuts_unsupported) || L(cuts_streamop))
-        tcf_out("  cuts          %llu before launches a node cannot carry, %llu before device "
-                "memsets and copies", L(cuts_unsupported), L(cuts_streamop));
+    if (L(cuts_unsupported))
+        tcf_out("  cuts          %llu before launches a node cannot carry", L(cuts_unsupported));
     if (L(held_failed) || L(patch_failed))
         tcf_out("  problems      %llu held launches or frees the driver refused when issued, "
                 "%llu patches refused", L(held_failed), L(patch_failed));

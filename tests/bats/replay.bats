@@ -8,11 +8,17 @@
 
 load helpers
 
-# The kernels that ran, one per line: name, grid, block, smem, stream, parameter bytes;
-# with the frees and memsets between them ("X <call> ...").
+# What ran on the device, one line each, launched or as a graph's node: kernels (name,
+# grid, block, smem, stream, parameter bytes), memsets ("M elem dst value count stream"),
+# copies ("C dst src bytes stream"), and the frees between them ("X ...").
 ran() {
-    grep -E '^(cuLaunchKernel(Ex)?(_ptsz)?|cuGraphLaunch\.node|cuMemFreeAsync|cuMemsetD32Async) .* rc=0$' "$1" |
-        sed -E 's/^([^ ]+) name=([^ ]+) .*grid=([^ ]+) block=([^ ]+) smem=([^ ]+) stream=([^ ]+).* params=([^ ]*) form=.*/K \2 \3 \4 \5 \6 \7/; s/^(cuMemFreeAsync|cuMemsetD32Async) /X \1 /'
+    grep -E '^(cuLaunchKernel(Ex)?(_ptsz)?|cuGraphLaunch\.(node|memset|memcpy)|cuMemFreeAsync|cuMemsetD(8|16|32)Async|cuMemcpyDtoDAsync_v2) .* rc=0$' "$1" |
+        sed -E 's/^([^ ]+) name=([^ ]+) .*grid=([^ ]+) block=([^ ]+) smem=([^ ]+) stream=([^ ]+).* params=([^ ]*) form=.*/K \2 \3 \4 \5 \6 \7/
+                s/^cuMemsetD(8|16|32)Async dst=([^ ]+) value=([^ ]+) count=([^ ]+) stream=([^ ]+) .*/M \1 \2 \3 \4 \5/
+                s/^cuGraphLaunch\.memset dst=([^ ]+) value=([^ ]+) elem=([^ ]+) count=([^ ]+) stream=([^ ]+) .*/M \3 \1 \2 \4 \5/
+                s/^(cuMemcpyDtoDAsync_v2|cuGraphLaunch\.memcpy) dst=([^ ]+) src=([^ ]+) size=([^ ]+) stream=([^ ]+) .*/C \2 \3 \4 \5/
+                s/^(cuMemFreeAsync) /X \1 /' |
+        sed -E 's/^M 4 /M 32 /; s/^M 2 /M 16 /; s/^M 1 /M 8 /'
 }
 # The same, stream by stream (order kept within each stream).
 ran_by_stream() { ran "$1" | awk '{ print ($1 == "K" ? $6 : "x"), $0 }' | sort -s -k1,1; }
@@ -55,6 +61,11 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     # 40 launches cut at 32: windows of 32 and 8, 3 warm-up iterations, then every window
     # of the 5 iterations left runs as its graph.
     [ "$(replayed "$T/loop.graph.err")" = 10 ]
+    # memsets and copies are nodes of the graph, patched like kernels (their pointers move)
+    grep -q '^cuGraphLaunch.memset ' "$T/memset.graph.log"
+    grep -q '^cuGraphLaunch.memcpy ' "$T/memset.graph.log"
+    grep -q '^cuGraphExecMemsetNodeSetParams .* rc=0$' "$T/memset.graph.log"
+    grep -q '^cuGraphExecMemcpyNodeSetParams .* rc=0$' "$T/memset.graph.log"
     expect_line "$T/loop.graph.err" 'replay +10 windows run as graphs \(200 launches'
     # the same in the background (the iteration that replays first depends on the worker)
     replay_vs_eager loop-bg -- loop 40
@@ -117,7 +128,7 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     ran "$T/free.eager.log" | grep '^K' >"$T/free.eager.k"
     ran "$T/free.graph.log" | grep '^K' >"$T/free.graph.k"
     same_text "free: kernels run" "$T/free.eager.k" "$T/free.graph.k"
-    expect_line "$T/free.graph.err" 'windows held \([0-9]+ launches, [1-9][0-9]* frees\)'
+    expect_line "$T/free.graph.err" 'windows held \([0-9]+ launches, [0-9]+ memsets and copies, [1-9][0-9]* frees\)'
     # no kernel reading a block runs after its free
     ran "$T/free.graph.log" | awk '
         $1 == "X" { sub(/ptr=0x/, "", $3); freed[$3] = 1; next }

@@ -7,6 +7,8 @@
  * node in order, as the device would run them:
  *     cuGraphLaunch.node name=<kernel> kind=... grid=... block=... smem=... stream=0x...
  *         attrs=<id:value,...> params=<hex>,<hex>,... form=graph rc=0
+ *     cuGraphLaunch.memset dst=0x... value=N elem=E count=N stream=0x... rc=0
+ *     cuGraphLaunch.memcpy dst=0x... src=0x... size=N stream=0x... rc=0
  * so a test compares the kernels and parameter bytes that ran, launched or replayed,
  * line for line. Handles: FK_GRAPH(n), FK_EXEC(n), nodes FK_NODE(graph, index).
  * cuGraphExecKernelNodeSetParams_v2 refuses a node of another graph than the exec's
@@ -29,6 +31,10 @@
 #define FK_MAX_GRAPHS 4096
 
 typedef struct {
+    int              op;                /* 0 kernel, 1 memset, 2 copy */
+    unsigned long long dst, src;        /* memset: dst, value in src; copy: dst, src */
+    size_t           count;             /* memset: elements; copy: bytes */
+    unsigned         elem;
     const fk_kern_t *k;
     uintptr_t        handle;
     int              is_kernel;
@@ -188,6 +194,80 @@ CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode
     return rc;
 }
 
+/* Reads a memset node's or a copy node's parameters into nd, as the driver checks them. */
+static CUresult fk_op_set(fk_node_t *nd, const CUDA_MEMSET_NODE_PARAMS *ms, const CUDA_MEMCPY3D *mc,
+                          CUcontext ctx)
+{
+    if (ctx && (uintptr_t)ctx != FK_CTX)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    memset(nd, 0, sizeof *nd);
+    if (ms) {
+        if ((ms->elementSize != 1 && ms->elementSize != 2 && ms->elementSize != 4) ||
+            ms->height != 1 || !ms->width || !fk_devptr_ok(ms->dst, ms->width * ms->elementSize))
+            return CUDA_ERROR_INVALID_VALUE;
+        nd->op = 1, nd->dst = ms->dst, nd->src = ms->value, nd->elem = ms->elementSize;
+        nd->count = ms->width;
+    } else {
+        if (mc->srcMemoryType != CU_MEMORYTYPE_DEVICE || mc->dstMemoryType != CU_MEMORYTYPE_DEVICE ||
+            mc->Height != 1 || mc->Depth != 1 || !fk_devptr_ok(mc->dstDevice, mc->WidthInBytes) ||
+            !fk_devptr_ok(mc->srcDevice, mc->WidthInBytes))
+            return CUDA_ERROR_INVALID_VALUE;
+        nd->op = 2, nd->dst = mc->dstDevice, nd->src = mc->srcDevice, nd->count = mc->WidthInBytes;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult fk_add_op(const char *abi, CUgraphNode *node, CUgraph g, size_t ndeps,
+                          const CUgraphNode *deps, const CUDA_MEMSET_NODE_PARAMS *ms,
+                          const CUDA_MEMCPY3D *mc, CUcontext ctx)
+{
+    CUresult rc = fk_injected(abi);
+    int gi = 0;
+    uintptr_t h = 0;
+    fk_node_t nd;
+    if (!rc && (!node || (!ms && !mc) || (ndeps && !deps)))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        rc = fk_op_set(&nd, ms, mc, ctx);   /* before fk_mu: it checks pointers under it */
+    pthread_mutex_lock(&fk_mu);
+    fk_graph_t *gr = fk_graph(g, &gi);
+    if (!rc && !gr)
+        rc = CUDA_ERROR_INVALID_HANDLE;
+    if (!rc && gr->n == gr->cap) {
+        int cap = gr->cap ? gr->cap * 2 : 16;
+        fk_node_t *nn = realloc(gr->nodes, (size_t)cap * sizeof *nn);
+        if (!nn)
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            gr->nodes = nn, gr->cap = cap;
+    }
+    if (!rc) {
+        gr->nodes[gr->n] = nd;
+        h = FK_NODE(gi, gr->n);
+        gr->n++;
+        *node = (CUgraphNode)h;
+    }
+    pthread_mutex_unlock(&fk_mu);
+    if (!fk_fast)
+        fk_log(0, abi, rc, "graph=0x%lx node=0x%lx deps=%zu", (unsigned long)(uintptr_t)g,
+               (unsigned long)h, ndeps);
+    return rc;
+}
+
+CUresult cuGraphAddMemsetNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                              const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+    return fk_add_op("cuGraphAddMemsetNode", node, g, ndeps, deps, p, NULL, ctx);
+}
+
+CUresult cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                              const CUDA_MEMCPY3D *p, CUcontext ctx)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    return fk_add_op("cuGraphAddMemcpyNode", node, g, ndeps, deps, NULL, p, ctx);
+}
+
 /* The node behind a handle, in graph gi's nodes. */
 static fk_node_t *fk_node(CUgraphNode n, int *gi, int *ni)
 {
@@ -284,6 +364,8 @@ CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgraphNode n,
         rc = CUDA_ERROR_INVALID_VALUE;
     if (!rc && (!e || !src || e->source != gi || ni >= e->n))
         rc = CUDA_ERROR_INVALID_HANDLE;
+    if (!rc && e->nodes[ni].op)
+        rc = CUDA_ERROR_INVALID_VALUE;   /* not a kernel node */
     if (!rc) {
         fk_node_t nd = e->nodes[ni];
         rc = fk_node_set(&nd, p);
@@ -302,6 +384,49 @@ CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgraphNode n,
     return rc;
 }
 
+static CUresult fk_exec_op_set(const char *abi, CUgraphExec x, CUgraphNode n,
+                               const CUDA_MEMSET_NODE_PARAMS *ms, const CUDA_MEMCPY3D *mc,
+                               CUcontext ctx)
+{
+    CUresult rc = fk_injected(abi);
+    int gi = 0, ni = 0;
+    fk_node_t nd;
+    if (!rc && !ms && !mc)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        rc = fk_op_set(&nd, ms, mc, ctx);   /* before fk_mu, as above */
+    pthread_mutex_lock(&fk_mu);
+    fk_graph_t *e = fk_exec(x);
+    fk_node_t *src = fk_node(n, &gi, &ni);
+    if (!rc && (!e || !src || e->source != gi || ni >= e->n))
+        rc = CUDA_ERROR_INVALID_HANDLE;
+    if (!rc) {
+        /* the kind, element size and count of a node stay what they were */
+        if (!rc && (nd.op != e->nodes[ni].op || nd.elem != e->nodes[ni].elem ||
+                    nd.count != e->nodes[ni].count))
+            rc = CUDA_ERROR_INVALID_VALUE;
+        if (!rc)
+            e->nodes[ni] = nd;
+    }
+    pthread_mutex_unlock(&fk_mu);
+    if (!fk_fast)
+        fk_log(0, abi, rc, "exec=0x%lx node=0x%lx", (unsigned long)(uintptr_t)x,
+               (unsigned long)(uintptr_t)n);
+    return rc;
+}
+
+CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode n,
+                                        const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+    return fk_exec_op_set("cuGraphExecMemsetNodeSetParams", x, n, p, NULL, ctx);
+}
+
+CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode n, const CUDA_MEMCPY3D *p,
+                                        CUcontext ctx)
+{
+    return fk_exec_op_set("cuGraphExecMemcpyNodeSetParams", x, n, NULL, p, ctx);
+}
+
 CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info)
 {
     CUresult rc = fk_injected("cuGraphExecUpdate_v2");
@@ -312,7 +437,8 @@ CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultI
     if (!rc && gr->n != e->n)
         rc = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     for (int i = 0; !rc && i < gr->n; i++)
-        if (gr->nodes[i].handle != e->nodes[i].handle)
+        if (gr->nodes[i].handle != e->nodes[i].handle || gr->nodes[i].op != e->nodes[i].op ||
+            gr->nodes[i].count != e->nodes[i].count)
             rc = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     if (!rc)
         memcpy(e->nodes, gr->nodes, (size_t)gr->n * sizeof *e->nodes);
@@ -347,6 +473,17 @@ static CUresult fk_graph_launch(const char *abi, CUgraphExec x, CUstream s)
            (unsigned long)(uintptr_t)s, n);
     for (int i = 0; i < n; i++) {
         const fk_node_t *nd = &copy[i];
+        if (nd->op == 1) {
+            fk_log(0, "cuGraphLaunch.memset", CUDA_SUCCESS,
+                   "dst=0x%llx value=%llu elem=%u count=%zu stream=0x%lx", nd->dst, nd->src,
+                   nd->elem, nd->count, (unsigned long)(uintptr_t)s);
+            continue;
+        }
+        if (nd->op == 2) {
+            fk_log(0, "cuGraphLaunch.memcpy", CUDA_SUCCESS, "dst=0x%llx src=0x%llx size=%zu stream=0x%lx",
+                   nd->dst, nd->src, nd->count, (unsigned long)(uintptr_t)s);
+            continue;
+        }
         char pbuf[4096], attrs[160] = "";
         size_t o = (size_t)snprintf(pbuf, sizeof pbuf, "params=");
         for (int j = 0; j < nd->k->nparams && o + 2 < sizeof pbuf; j++) {

@@ -13,7 +13,8 @@
  *              the legacy stream orders against s1, both ways
  *   free       ITERS x (alloc async, 6 launches reading it, free async, 4 launches)
  *              |cuStreamSynchronize: the free goes after the kernels that read the block
- *   memset     ITERS x (6 launches, cuMemsetD32Async, 6 launches) |sync
+ *   memset     ITERS x (6 launches, cuMemsetD32Async, a launch, cuMemcpyDtoDAsync of 256
+ *              or 260 bytes, 5 launches) |sync: memsets and copies are nodes too
  *   attrs      ITERS x (ka with a cluster dimension, 5 launches, ka cooperative, 5
  *              launches) through cuLaunchKernelEx |sync: the cooperative launch cuts
  *   capture    ITERS x (8 launches |sync, then a capture of 4 launches on s1, its graph
@@ -162,7 +163,9 @@ int main(int argc, char **argv)
             for (int j = 0; j < 6; j++)
                 check(one(it, j, w.s[0], 1));
             check(d.memsetD32Async(w.buf[it % 4], (unsigned)it, 16, w.s[0]));
-            for (int j = 6; j < 12; j++)
+            check(one(it, 6, w.s[0], 1));
+            check(d.memcpyDtoDAsync(w.buf[(it + 1) % 4], w.buf[it % 4], 256 + 4 * (it % 2), w.s[0]));
+            for (int j = 7; j < 12; j++)
                 check(one(it, j, w.s[0], 1));
             check(d.streamSynchronize(w.s[0]));
         }
