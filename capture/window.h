@@ -64,6 +64,12 @@ typedef struct tcf_window {
     uint32_t         rord;             /* windows cut on this stream since its last boundary */
     uint8_t          rstate;           /* holding, passing, or deciding at the next launch */
     uint8_t          rcut;             /* the next launch starts a new window */
+    uint8_t          rprev_graph;      /* the last window ran as a graph */
+    uint8_t          rheld;            /* this window held something */
+    void            *rprev;            /* the plan of the stream's last window (its time is
+                                        * measured up to this window's first work) */
+    uint64_t         rstart, rprev_start;  /* first work of this window, of the last one */
+    uint32_t         rexplore;         /* windows seen: every so often one runs as issued */
     /* Set by the acting mode's flush when the window ran as one CUDA graph, so that the
      * trace marks it; reset when the window closes. */
     uint32_t         graph_nodes, graph_patched;

@@ -79,16 +79,17 @@ static int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_
     return 0;
 }
 
-/* Counts the window's key; makes its plan when it has been seen often enough. */
-static void tcf_rlearn(tcf_window_t *w, int held_all)
+/* Counts the window's key; makes its plan when it has been seen often enough. Returns
+ * the key's plan (NULL when none is kept). */
+static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
 {
     if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) || tcf_rcapture_active() ||
         w->rstate == TCF_R_FRESH || !w->nlaunch)
-        return;   /* FRESH: its first launch never came through replay (refused, or off) */
+        return NULL;   /* FRESH: its first launch never came through replay (refused, or off) */
     uint32_t n = tcf_rnodes(w);
     tcf_rsig_t stack_sigs[64], *sigs = n <= 64 ? stack_sigs : malloc(n * sizeof *sigs);
     if (!sigs)
-        return;
+        return NULL;
     int ok = 1;
     uint64_t key = w->rseed;
     uint32_t j = 0;
@@ -101,7 +102,6 @@ static void tcf_rlearn(tcf_window_t *w, int held_all)
         key = tcf_rkey_step(key, &sigs[j]);
         j++;
     }
-    (void)held_all;
     atomic_fetch_add_explicit(&tcf_rctr.learned, 1, memory_order_relaxed);
     tcf_rplan_t *build = NULL;
     pthread_mutex_lock(&tcf_rplan_lock);
@@ -132,10 +132,11 @@ static void tcf_rlearn(tcf_window_t *w, int held_all)
         tcf_rworker_build(build);
         tcf_rplan_retired_destroy(0);
     }
+    return p;
 }
 
 /* Runs w's held launches as their graph. 1 replayed; 0 not (held work untouched). */
-static int tcf_rtry_replay(tcf_window_t *w)
+static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
 {
     pthread_mutex_lock(&tcf_rplan_lock);
     tcf_rplan_t *p = tcf_rplan_get(w->rh, 0);
@@ -173,23 +174,33 @@ static int tcf_rtry_replay(tcf_window_t *w)
     if (!done && reason >= 0 && p->state == TCF_RP_READY)
         tcf_rplan_give_up(p, reason);
     pthread_mutex_unlock(&tcf_rplan_lock);
+    *plan = p;
     return done;
 }
 
 void tcf_replay_flush(tcf_window_t *w, const char *reason)
 {
+    tcf_rplan_t *p = NULL;
+    int graph = 0;
     if (w->nheld && w->rstate == TCF_R_HOLD) {
-        if (tcf_rtry_replay(w)) {
+        if (tcf_rtry_replay(w, &p)) {
             tcf_rheld_done(w);
+            graph = 1;
         } else {
             tcf_rissue_held(w);
-            tcf_rlearn(w, 1);
+            p = tcf_rlearn(w);
         }
     } else {
         if (w->nheld)   /* held work outside a holding window: never, but never lost */
             tcf_rissue_held(w);
-        tcf_rlearn(w, 0);
+        p = tcf_rlearn(w);
     }
+    /* Its time is taken at the stream's next window (a held window that ran as issued is
+     * neither sample: it waited for nothing and ran late). */
+    w->rprev = graph || (w->rstate == TCF_R_PASS && !w->rheld) ? p : NULL;
+    w->rheld = 0;
+    w->rprev_graph = (uint8_t)graph;
+    w->rprev_start = w->rstart;
     w->rstate = TCF_R_FRESH;
     w->rcut = 0;
     if (tcf_r_is_cut(reason))

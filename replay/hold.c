@@ -228,6 +228,18 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
             w->rord = 0;
         }
         w->rseed = w->rh = tcf_rkey_seed(w->ctx, w->stream, w->rord);
+        /* Does it pay: the stream's last window took from its first work to this one. */
+        w->rstart = tcf_now_ns();
+        if (w->rprev) {
+            tcf_rplan_sample(w->rprev, w->rprev_graph, w->rstart - w->rprev_start);
+            w->rprev = NULL;
+        }
+        /* Now and then a window that could be held runs as issued, to measure it so. */
+        uint32_t x = ++w->rexplore * 0x9E3779B1u;
+        if ((x >> 20) % TCF_R_EXPLORE == 0 && tcf_rprefix_has(tcf_rkey_step(w->rh, sig))) {
+            w->rstate = TCF_R_PASS;
+            atomic_fetch_add_explicit(&tcf_rctr.explored, 1, memory_order_relaxed);
+        }
     }
     if (w->rstate == TCF_R_PASS)
         return 0;
@@ -243,6 +255,7 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
         w->nheld++;
         w->rh = h;
         w->rstate = TCF_R_HOLD;
+        w->rheld = 1;
         static atomic_int registered;
         if (!atomic_exchange(&registered, 1))
             atexit(tcf_rexit);

@@ -117,7 +117,7 @@ enum { TCF_RP_COUNTING = 0, TCF_RP_BUILDING, TCF_RP_READY, TCF_RP_GIVEN_UP };
 #define TCF_RGIVEUP(X) X(no_graph_api, "no-graph-api") X(create_failed, "create-failed")   \
     X(node_refused, "node-refused") X(instantiate_failed, "instantiate-failed")            \
     X(update_failed, "update-failed") X(launch_failed, "launch-failed")                    \
-    X(too_large, "too-large") X(out_of_memory, "out-of-memory")
+    X(too_large, "too-large") X(out_of_memory, "out-of-memory") X(not_faster, "not-faster")
 enum {
 #define TCF_RG_ENUM(id, name) TCF_RG_##id,
     TCF_RGIVEUP(TCF_RG_ENUM)
@@ -154,6 +154,11 @@ typedef struct tcf_rplan {
     int               busy;            /* flushes using it now (table lock) */
     uint64_t          replays;
     int               built_sync;      /* instantiated on the application's thread */
+    /* Does it pay: the stream's time from this key's window to the next window, as issued
+     * and as a graph (microseconds, the last TCF_R_SAMPLES of each), written under the
+     * stream's window lock. */
+    uint32_t          t_issued[8], t_graph[8];
+    uint32_t          n_issued, n_graph;
     struct tcf_rplan *qnext;           /* the worker's queue */
 } tcf_rplan_t;
 
@@ -175,6 +180,17 @@ void tcf_rplan_retired_destroy(int all);
 void tcf_rplan_held(uint64_t *graphs, uint64_t *mem, uint64_t *peak);
 /* Every plan's bookkeeping for the summary: keys, ready, building, given up. */
 void tcf_rplan_census(uint64_t *keys, uint64_t *ready, uint64_t *building, uint64_t *given_up);
+
+/* Does it pay (plan.c): a window of p's key took `us` to the stream's next window, run as
+ * a graph or as issued (w locked). Once TCF_R_SAMPLES graph runs are in, a key whose
+ * graph runs are not faster than its runs as issued (medians) is given up (not-faster):
+ * holding costs the GPU its start, and a window that closes at a synchronize exposes its
+ * whole run, which a graph must win back in launch time. */
+#define TCF_R_SAMPLES 8
+void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns);
+/* One window in this many, chosen at random, runs as issued although it could be held,
+ * to keep the comparison's as-issued side current. */
+#define TCF_R_EXPLORE 128
 
 /* --- graphs (graph.c) ---------------------------------------------------------------- */
 /* Whether the driver has every entry point graph mode needs. */
@@ -238,7 +254,7 @@ typedef struct {
     atomic_ullong gave_up[TCF_RG__COUNT];
     atomic_ullong not_held[TCF_RN__COUNT];
     atomic_ullong not_held_attr_id[32];
-    atomic_ullong capturing, app_captures, held_failed;
+    atomic_ullong capturing, app_captures, held_failed, explored;
     atomic_ullong cuts_unsupported;
 } tcf_rcounters_t;
 extern tcf_rcounters_t tcf_rctr;

@@ -199,3 +199,38 @@ void tcf_rplan_census(uint64_t *keys, uint64_t *ready, uint64_t *building, uint6
     }
     pthread_mutex_unlock(&tcf_rplan_lock);
 }
+
+static uint32_t tcf_median8(const uint32_t *v, uint32_t n)
+{
+    uint32_t s[8];
+    n = n < 8 ? n : 8;
+    memcpy(s, v, n * sizeof *s);
+    for (uint32_t i = 1; i < n; i++)
+        for (uint32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+            uint32_t t = s[j];
+            s[j] = s[j - 1], s[j - 1] = t;
+        }
+    return n ? s[n / 2] : 0;
+}
+
+void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns)
+{
+    uint64_t us = ns / 1000;
+    uint32_t v = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+    if (graph)
+        p->t_graph[p->n_graph++ % 8] = v;
+    else
+        p->t_issued[p->n_issued++ % 8] = v;
+    if (!graph || p->n_graph < TCF_R_SAMPLES || p->n_issued < 3)
+        return;
+    uint32_t g = tcf_median8(p->t_graph, p->n_graph), e = tcf_median8(p->t_issued, p->n_issued);
+    if (g < e)
+        return;
+    pthread_mutex_lock(&tcf_rplan_lock);
+    if (p->state == TCF_RP_READY) {
+        tcf_log(TCF_LOG_INFO, "graph mode: key %016llx: %u us as a graph, %u us as issued "
+                "(medians): not replayed", (unsigned long long)p->key, g, e);
+        tcf_rplan_give_up(p, TCF_RG_not_faster);
+    }
+    pthread_mutex_unlock(&tcf_rplan_lock);
+}

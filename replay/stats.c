@@ -51,9 +51,9 @@ void tcf_replay_stats_print(void)
             rep ? (double)L(patched) / (double)rep : 0.0, L(patch_max));
     tcf_out("  as issued     held windows run as issued: %llu left a graph's path, %llu closed "
             "without a ready graph, %llu for another stream's order, %llu at exit, %llu failed, "
-            "%llu mismatched",
+            "%llu mismatched; %llu windows run as issued to time them",
             L(issued_diverged), L(issued_no_graph), L(issued_order), L(issued_exit),
-            L(issued_failed), L(issued_collision));
+            L(issued_failed), L(issued_collision), L(explored));
     uint64_t graphs, mem, peak, keys, ready, building, given_up;
     tcf_rplan_held(&graphs, &mem, &peak);
     tcf_rplan_census(&keys, &ready, &building, &given_up);

@@ -200,6 +200,19 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     expect_line "$T/fail-attr.graph.err" 'given up +node-refused 1$'
 }
 
+@test "graph: a key whose graph runs are not faster than its runs as issued is given up" {
+    # every graph launch costs the host 3 ms: after 8 replays each key is timed slower
+    replay_vs_eager slow TCFUSE_REPLAY_SYNC=1 FAKECUDA_GRAPH_DELAY_US=3000 -- loop 20
+    expect_line "$T/slow.graph.err" 'given up +not-faster 2$'
+    [ "$(replayed "$T/slow.graph.err")" = 16 ]
+    # and nothing is held on their path any more
+    expect_line "$T/slow.graph.err" 'windows held \(320 launches'
+    # where launches are dear (0.2 ms each) the same keys are kept
+    replay_vs_eager fast TCFUSE_REPLAY_SYNC=1 FAKECUDA_LAUNCH_DELAY_US=200 -- loop 20
+    ! grep -q 'not-faster' "$T/fast.graph.err"
+    [ "$(replayed "$T/fast.graph.err")" = 34 ]
+}
+
 @test "graph: graphs past TCFUSE_REPLAY_GRAPHS are evicted, least recently replayed first" {
     replay_vs_eager lru TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_GRAPHS=1 -- switch 8
     [ "$(stat_num "$T/lru.graph.err" graphs '[0-9]+ evicted')" -gt 0 ]

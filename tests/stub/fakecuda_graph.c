@@ -15,6 +15,8 @@
  * source, or another kernel; cuGraphExecUpdate_v2 refuses a graph of another shape
  * (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE), as the driver would.
  *
+ * FAKECUDA_GRAPH_DELAY_US=N makes every cuGraphLaunch take N microseconds of the host.
+ *
  * Stream capture: cuStreamBeginCapture_v2 (and _ptsz, ToGraph) mark the stream capturing
  * (cuStreamIsCapturing reports it), cuStreamEndCapture hands back a new empty graph.
  * Launches on a capturing stream are logged as launches still (nothing runs anyway).
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FK_GRAPH(n)   ((uintptr_t)0x550800000000ull + (uintptr_t)(n) * 0x100)
 #define FK_EXEC(n)    ((uintptr_t)0x550900000000ull + (uintptr_t)(n) * 0x100)
@@ -456,6 +459,15 @@ CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultI
 static CUresult fk_graph_launch(const char *abi, CUgraphExec x, CUstream s)
 {
     CUresult rc = fk_need_ctx(fk_injected(abi));
+    /* FAKECUDA_GRAPH_DELAY_US: a graph launch that costs the host that long (a replay
+     * that does not pay). */
+    static long delay = -1;
+    if (delay < 0) {
+        const char *d = getenv("FAKECUDA_GRAPH_DELAY_US");
+        delay = d ? atol(d) : 0;
+    }
+    if (delay > 0)
+        usleep((useconds_t)delay);
     if (fk_fast && !rc)
         return CUDA_SUCCESS;
     pthread_mutex_lock(&fk_mu);
