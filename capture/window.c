@@ -335,7 +335,8 @@ tcf_event_t *tcf_window_add_launch(tcf_window_t *w, const tcf_launch_t *l, int h
 void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                         int ptds, void **params, void **extra,
-                        const CUlaunchAttribute *attrs, unsigned nattrs, CUresult rc)
+                        const CUlaunchAttribute *attrs, unsigned nattrs, CUresult rc,
+                        tcf_window_t *w)
 {
     if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
         return;
@@ -344,7 +345,8 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
         atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
     tcf_kernel_t *k = tcf_kernel_get(f);
     atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
-    tcf_window_t *w = tcf_window_for(stream, ptds);
+    if (!w)
+        w = tcf_window_for(stream, ptds);
     if (!w)
         return;
     uint64_t now = tcf_now_ns();

@@ -41,10 +41,11 @@ static inline int tcf_replaying(void)
         tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
+        struct tcf_window *win = NULL;                                                   \
         if (tcf_replaying()) {                                                           \
             CUresult held_rc;                                                            \
             if (tcf_replay_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem,       \
-                                  stream, ptds, params, extra, NULL, 0, &held_rc))       \
+                                  stream, ptds, params, extra, NULL, 0, &held_rc, &win)) \
                 return held_rc;                                                          \
         } else if (!(ptds)) {                                                            \
             TCF_HOLD_cuLaunchKernel((f, gx, gy, gz, bx, by, bz, smem, stream, params,    \
@@ -55,7 +56,7 @@ static inline int tcf_replaying(void)
         CUresult rc = real TCF_LAUNCH_ARGS;                                              \
         if (tcf_on())                                                                    \
             tcf_capture_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem, stream,  \
-                               ptds, params, extra, NULL, 0, rc);                        \
+                               ptds, params, extra, NULL, 0, rc, win);                   \
         return rc;                                                                       \
     }                                                                                    \
     TCF_EXPORT(abi)
@@ -66,13 +67,15 @@ static inline int tcf_replaying(void)
         tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
+        struct tcf_window *win = NULL;                                                   \
         if (tcf_replaying() && config) {                                                 \
             CUresult held_rc;                                                            \
             if (tcf_replay_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX,                \
                                   config->gridDimY, config->gridDimZ, config->blockDimX, \
                                   config->blockDimY, config->blockDimZ,                  \
                                   config->sharedMemBytes, config->hStream, ptds, params, \
-                                  extra, config->attrs, config->numAttrs, &held_rc))     \
+                                  extra, config->attrs, config->numAttrs, &held_rc,      \
+                                  &win))                                                 \
                 return held_rc;                                                          \
         }                                                                                \
         TCF_HOLD_OTHER(config ? config->hStream : NULL)                                  \
@@ -82,7 +85,7 @@ static inline int tcf_replaying(void)
                                config->gridDimZ, config->blockDimX, config->blockDimY,   \
                                config->blockDimZ, config->sharedMemBytes,                \
                                config->hStream, ptds, params, extra, config->attrs,      \
-                               config->numAttrs, rc);                                    \
+                               config->numAttrs, rc, win);                               \
         return rc;                                                                       \
     }                                                                                    \
     TCF_EXPORT(abi)

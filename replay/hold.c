@@ -274,8 +274,9 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
 int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                       unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                       int ptds, void **params, void **extra, const CUlaunchAttribute *attrs,
-                      unsigned nattrs, CUresult *result)
+                      unsigned nattrs, CUresult *result, tcf_window_t **wout)
 {
+    *wout = NULL;
     if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed))
         return 0;
     if (atomic_load_explicit(&tcf_rcapturing, memory_order_relaxed)) {
@@ -286,6 +287,7 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
     tcf_rorder(w);
     if (!w)
         return 0;
+    *wout = w;
     const tcf_launch_t l = { .via = via, .stream = stream, .k = tcf_kernel_get(f),
                              .grid = { gx, gy, gz }, .block = { bx, by, bz }, .smem = smem,
                              .params = params, .extra = extra, .attrs = attrs,
@@ -293,6 +295,11 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
     tcf_rsig_t sig;
     int bad_attr = -1;
     int why = tcf_rsig_of_launch(w, &l, &sig, &bad_attr);
+    /* A window already running as issued takes the launch as it comes (read without the
+     * lock: a window closed meanwhile by another thread only misses this one's key). */
+    if (why == TCF_RN_OK && __atomic_load_n(&w->rstate, __ATOMIC_RELAXED) == TCF_R_PASS &&
+        !__atomic_load_n(&w->rcut, __ATOMIC_RELAXED))
+        return 0;
     int taken = 0;
     pthread_mutex_lock(&w->lock);
     if (why != TCF_RN_OK) {

@@ -39,12 +39,12 @@ void tcf_replay_init(void);
 
 /* A kernel launch on its way to the driver: returns 1 when replay held it (the wrapper
  * returns *result, CUDA_SUCCESS), 0 when the caller must issue and record it as in
- * observe mode (held work that must precede it has been issued). attrs: those of
- * cuLaunchKernelEx, or NULL. */
+ * observe mode (held work that must precede it has been issued; *w is its window, for
+ * tcf_capture_launch, or NULL). attrs: those of cuLaunchKernelEx, or NULL. */
 int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                       unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                       int ptds, void **params, void **extra, const CUlaunchAttribute *attrs,
-                      unsigned nattrs, CUresult *result);
+                      unsigned nattrs, CUresult *result, struct tcf_window **w);
 /* A stream-ordered free: 1 when held behind held launches that may read the block, 0
  * when the caller must free now. */
 int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds);
