@@ -83,6 +83,11 @@ static tcf_window_t *window(uint64_t stream)
     return w;
 }
 
+static void drop(tcf_window_t *w)
+{
+    free(w->ev), free(w->ops), free(w->arena), free(w);
+}
+
 static void reset(tcf_window_t *w)
 {
     w->nev = w->nlaunch = w->arena_len = w->nheld = 0;
@@ -194,6 +199,7 @@ TEST(hold_and_learn_agree)
     CHECK_EQ_INT(tcf_rsig_of_launch(w, &lu, &c, NULL), TCF_RN_KERNEL);
     unknown.kind = TCF_KIND_KERNEL, unknown.param_known = 0;
     CHECK_EQ_INT(tcf_rsig_of_launch(w, &lu, &c, NULL), TCF_RN_PARAMS);
+    drop(w), drop(pt);
 }
 
 TEST(key_depends_on_shape_ordinal_and_order_not_values)
@@ -210,6 +216,7 @@ TEST(key_depends_on_shape_ordinal_and_order_not_values)
     CHECK(tcf_rkey_step(s0, &a) != tcf_rkey_step(s0, &g));
     CHECK(tcf_r_is_cut("size-cap") && tcf_r_is_cut(tcf_r_cut_after) &&
           !tcf_r_is_cut("cuStreamSynchronize"));
+    drop(w);
 }
 
 TEST(prefix_set)
@@ -338,6 +345,8 @@ TEST(patch_only_what_changed)
     CHECK_EQ_INT(reason, TCF_RG_launch_failed);
     CHECK_EQ_INT(w->ev[4].held, 1);
     fail_launch = 0;
+    free(p->nodes), free(p->shadow), free(p);
+    drop(w);
 }
 
 TEST(eviction_and_give_up_take_prefixes_away)
@@ -367,6 +376,7 @@ TEST(eviction_and_give_up_take_prefixes_away)
             tcf_rplan_take(p[0]), tcf_rplan_done(p[0]);  /* replayed once, before plan 1 */
         pthread_mutex_unlock(&tcf_rplan_lock);
         CHECK(tcf_rprefix_has(first[i]));
+        drop(w);
     }
     /* with room for 2, making the third evicted the least recently replayed: plan 0 */
     CHECK_EQ_INT(p[0]->state, TCF_RP_COUNTING);
@@ -410,6 +420,7 @@ TEST(eviction_and_give_up_take_prefixes_away)
     CHECK_EQ_U64(ready, 1);
     CHECK_EQ_U64(given_up, 1);
     free(q);
+    drop(w0);
 }
 
 int main(void)
