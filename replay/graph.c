@@ -25,11 +25,12 @@ int tcf_rgraph_api(void)
            tcf_drv.memset_d16_async && tcf_drv.memset_d32_async && tcf_drv.memcpy_dtod_async;
 }
 
-/* Estimated device memory of an instantiated graph: a fixed part and, per kernel node,
- * its parameter block and the launch descriptor (measured on the H100: docs/PERF.md). */
+/* Estimated device memory of an instantiated graph: per node what 1000-node graphs of
+ * small kernels held on the H100 (2.5 KiB, docs/PERF.md), its parameter bytes, and a
+ * fixed part per graph. */
 uint64_t tcf_rgraph_mem_estimate(const tcf_rplan_t *p)
 {
-    return 64 * 1024 + (uint64_t)p->n * 1024 + p->shadow_len;
+    return 64 * 1024 + (uint64_t)p->n * 2560 + p->shadow_len;
 }
 
 void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
