@@ -79,7 +79,7 @@ tcf_window_t *tcf_window_for(CUstream stream, int ptds)
         if (!w) {
             if (atomic_load(&tcf_nwall) >= TCF_WTAB_SIZE - 1)
                 break;  /* full: the caller records nothing (counted) */
-            w = calloc(1, sizeof *w);
+            w = tcf_calloc(1, sizeof *w);
             if (!w)
                 break;
             w->ctx = ctx, w->stream = s, w->tid = tid;
@@ -117,7 +117,7 @@ void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160
                                                  * is planned, to learn its kernels */
         tcf_up.flush(w, reason);
     tcf_key_item_t stack_items[64];
-    tcf_key_item_t *items = w->nev <= 64 ? stack_items : malloc(w->nev * sizeof *items);
+    tcf_key_item_t *items = w->nev <= 64 ? stack_items : tcf_malloc(w->nev * sizeof *items);
     uint64_t key = 0;
     if (items) {
         for (uint32_t i = 0; i < w->nev; i++) {
@@ -200,12 +200,12 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
         tcf_window_close_locked(w, "idle", NULL, 0);
     if (w->nev == w->cap_ev) {
         uint32_t cap = w->cap_ev ? w->cap_ev * 2 : 64;
-        tcf_event_t *ev = realloc(w->ev, cap * sizeof *ev);
+        tcf_event_t *ev = tcf_realloc(w->ev, cap * sizeof *ev);
         if (!ev)
             return NULL;
         w->ev = ev;
         if (tcf_up.flush) {  /* the acting mode keeps decoded ops beside the events */
-            tcf_op_t *ops = realloc(w->ops, cap * sizeof *ops);
+            tcf_op_t *ops = tcf_realloc(w->ops, cap * sizeof *ops);
             if (!ops)
                 return NULL;
             w->ops = ops;
@@ -216,7 +216,7 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
         uint32_t cap = w->arena_cap ? w->arena_cap : 4096;
         while (cap < w->arena_len + bytes)
             cap *= 2;
-        uint8_t *a = realloc(w->arena, cap);
+        uint8_t *a = tcf_realloc(w->arena, cap);
         if (!a)
             return NULL;
         w->arena = a, w->arena_cap = cap;

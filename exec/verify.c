@@ -90,7 +90,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
     /* room for any dtype at the largest offset */
     size_t stride = ((size_t)n * 4 + 256 + 255) & ~(size_t)255;
     CUdeviceptr base = 0;
-    uint8_t *host = malloc(stride * 2);
+    uint8_t *host = tcf_malloc(stride * 2);
     if (!host || tcf_drv.mem_alloc(&base, stride * na * 2) != CUDA_SUCCESS) {
         free(host);
         snprintf(why, cap, "no scratch memory");

@@ -53,7 +53,7 @@ static void tcf_worker_open(void)
 
 CUfunction tcf_load_mod(const void *cubin, CUfunction *fn, CUmodule *mod)
 {
-    if (tcf_drv.module_load_data(mod, cubin) != CUDA_SUCCESS)
+    if (tcf_fault(TCF_FAULT_MODULE_LOAD) || tcf_drv.module_load_data(mod, cubin) != CUDA_SUCCESS)
         return NULL;
     if (tcf_drv.module_get_function(fn, *mod, TCF_FUSED_KERNEL) != CUDA_SUCCESS) {
         if (tcf_drv.module_unload)
@@ -93,8 +93,10 @@ static void tcf_work(tcf_fkern_t *e)
     size_t clen = 0;
     CUstream s = NULL;
     int from_disk = 0;
-    if (tcf_drv.ctx_set_current(job->ctx) != CUDA_SUCCESS || !atomic_load(&tcf_have_nvrtc))
+    if (tcf_drv.ctx_set_current(job->ctx) != CUDA_SUCCESS || !atomic_load(&tcf_have_nvrtc)) {
+        atomic_fetch_add(atomic_load(&tcf_have_nvrtc) ? &tcf_fkc.no_context : &tcf_fkc.no_nvrtc, 1);
         goto out;
+    }
     int arch = tcf_arch_of(job->ctx);
     int cache = atomic_load(&tcf_have_cache);
     tcf_worker_arch = arch;
@@ -233,7 +235,7 @@ int tcf_fkern_start(void)
         pthread_t t;
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         tcf_worker_busy = 1;  /* until NVRTC is open */
-        if (pthread_create(&t, &attr, tcf_worker_main, NULL) == 0) {
+        if (!tcf_fault(TCF_FAULT_THREAD) && pthread_create(&t, &attr, tcf_worker_main, NULL) == 0) {
             tcf_worker_started = 1;
             rc = 0;
         } else {
@@ -242,6 +244,8 @@ int tcf_fkern_start(void)
         pthread_attr_destroy(&attr);
     }
     pthread_mutex_unlock(&tcf_fk_lock);
+    if (rc)  /* nothing is held: every launch runs as issued */
+        atomic_fetch_add(&tcf_fkc.no_worker, 1);
     return rc;
 }
 

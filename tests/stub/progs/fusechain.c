@@ -1,0 +1,89 @@
+/* fusechain [ITERS]: a chain fuse mode can fuse, against the stand-in driver.
+ *
+ * Three of PyTorch 2.11's float kernels, by their real mangled names and parameter layouts
+ * (from tests/fixtures/gelu-window.jsonl, given to the stub after '@'), launched the way
+ * PyTorch launches them on the legacy default stream, ITERS times (default 4):
+ *
+ *   cuMemcpyHtoDAsync x; y = x * 0.5; z = y + x; w = tanh(z); cuStreamSynchronize
+ *
+ * over N = 4096 floats, then w is copied back and its bytes summed. Under
+ * TCFUSE_MODE=fuse with TCFUSE_COMPILE_WAIT=1 and NVRTC at hand, the first iteration runs
+ * as issued and is learned (its kernels compiled and checked), and in the later ones mul
+ * and add run as one generated kernel (tanh's functor bytes decode to no op tcfuse knows:
+ * it is issued as is, after the group). The stub computes nothing: run it with FAKECUDA_MEM=1 so
+ * that tcfuse's verification (which compares what the originals and the generated kernel
+ * stored, bitwise) passes; every result printed is then the same with tcfuse as without.
+ * It prints "add-data=<hex>": the bytes of the add launch's data parameter as the stub
+ * logs them, so a test can count the program's own add launches in the stub's log (each
+ * iteration's add runs as issued or inside a generated kernel, never both, never neither).
+ */
+#include "tests/stub/progs/common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define N 4096
+#define VEC "_ZN2at6native29vectorized_elementwise_kernelILi4E"
+#define K_MUL VEC "NS0_13AUnaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_@0:4,4:8,16:16"
+#define K_ADD VEC "NS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_@0:4,4:4,8:24"
+#define K_TANH VEC "EZZZNS0_16tanh_kernel_cudaERNS_18TensorIteratorBaseEENKUlvE0_clEvENKUlvE0_clEvEUlfE_St5arrayIPcLm2EEEEviT0_T1_@0:4,4:1,8:16"
+
+static drv_t   d;
+static world_t w;
+
+/* PyTorch's grid for N elements of its vectorized loop: 1024 per block of 128 threads. */
+static CUresult go(CUkernel k, void **params)
+{
+    return d.launchKernel((CUfunction)k, (N + 1023) / 1024, 1, 1, 128, 1, 1, 0, NULL, params,
+                          NULL);
+}
+
+int main(int argc, char **argv)
+{
+    const char *method = prog_lookup(&argc, &argv);
+    int iters = argc > 1 ? atoi(argv[1]) : 4;
+    drv_open(&d, method);
+    world_init(&d, &w);
+    CUkernel kmul = NULL, kadd = NULL, ktanh = NULL;
+    said("cuLibraryGetKernel mul", d.libraryGetKernel(&kmul, w.lib, K_MUL));
+    said("cuLibraryGetKernel add", d.libraryGetKernel(&kadd, w.lib, K_ADD));
+    said("cuLibraryGetKernel tanh", d.libraryGetKernel(&ktanh, w.lib, K_TANH));
+    CUdeviceptr x = 0, y = 0, z = 0, o = 0;
+    said("cuMemAlloc x", d.memAlloc(&x, N * 4));
+    said("cuMemAlloc y", d.memAlloc(&y, N * 4));
+    said("cuMemAlloc z", d.memAlloc(&z, N * 4));
+    said("cuMemAlloc w", d.memAlloc(&o, N * 4));
+
+    int n = N;
+    /* The functors' bytes as PyTorch passed them (the fixture's launches). */
+    const unsigned char mul_f[8] = { 0x01, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x3f }; /* 0.5 */
+    const float alpha = 1.0f;
+    const unsigned char tanh_f = 0x30;
+    CUdeviceptr mul_d[2] = { y, x }, add_d[3] = { z, y, x }, tanh_d[2] = { o, z };
+    void *mul_p[] = { &n, (void *)mul_f, mul_d };
+    void *add_p[] = { &n, (void *)&alpha, add_d };
+    void *tanh_p[] = { &n, (void *)&tanh_f, tanh_d };
+    char hex[64] = "";
+    for (size_t i = 0; i < sizeof add_d; i++)
+        snprintf(hex + 2 * i, sizeof hex - 2 * i, "%02x", ((unsigned char *)add_d)[i]);
+    printf("add-data=%s\n", hex);
+
+    static float host[N];
+    for (int it = 0; it < iters; it++) {
+        for (int i = 0; i < N; i++)
+            host[i] = (float)(i % 97) * 0.25f - 3.0f + (float)it;
+        said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(x, host, sizeof host, NULL));
+        said("mul", go(kmul, mul_p));
+        said("add", go(kadd, add_p));
+        said("tanh", go(ktanh, tanh_p));
+        said("cuStreamSynchronize", d.streamSynchronize(NULL));
+    }
+    unsigned long long sum = 0;
+    said("cuMemcpyDtoHAsync w", d.memcpyDtoHAsync(host, o, sizeof host, NULL));
+    said("cuStreamSynchronize", d.streamSynchronize(NULL));
+    for (size_t i = 0; i < sizeof host; i++)
+        sum += ((unsigned char *)host)[i];
+    printf("w bytes sum=%llu\n", sum);
+    printf("done\n");
+    return 0;
+}
