@@ -133,7 +133,9 @@ static void tcf_print_lengths(uint64_t windows)
 
 void tcf_stats_print(void)
 {
-    pthread_mutex_lock(&tcf_slock);
+    /* At exit: a holder that exit interrupted never lets go; the figures are read as
+     * they stand (the tables have fixed sizes: a half-made update misreads, never faults). */
+    int locked = tcf_lock_at_exit(&tcf_slock);
     uint64_t windows = atomic_load(&tcf_ctr.windows);
     tcf_out("stats: mode %s, pid %d", tcf_mode_name(tcf_cfg.mode), (int)getpid());
     tcf_out("  launches      %llu (%u distinct kernels)",
@@ -208,5 +210,6 @@ void tcf_stats_print(void)
                 (unsigned long long)tcf_keys_untracked, af);
     if (tcf_fault_summary(line, sizeof line))  /* TCFUSE_FAULT: what was injected where */
         tcf_out("  faults        %s", line);
-    pthread_mutex_unlock(&tcf_slock);
+    if (locked)
+        pthread_mutex_unlock(&tcf_slock);
 }

@@ -177,7 +177,10 @@ static void tcf_close_all(const char *reason)
         if (nbt < 0)
             nbt = tcf_cfg.backtrace && tcf_trace_on()
                       ? tcf_backtrace(bt, (int)tcf_cfg.backtrace_depth) : 0;
-        pthread_mutex_lock(&w->lock);
+        if (!atomic_load_explicit(&tcf_stopped, memory_order_relaxed))
+            pthread_mutex_lock(&w->lock);
+        else if (!tcf_lock_at_exit(&w->lock))
+            continue;  /* exit interrupted its holder: left open */
         tcf_window_close_locked(w, reason, bt, nbt);
         pthread_mutex_unlock(&w->lock);
     }

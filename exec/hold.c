@@ -251,16 +251,19 @@ void tcf_exec_init(void)
 
 /* At exit. The order of exit handlers is not ours to choose, and cudart and PyTorch may
  * already have torn the context down: no thread of ours may touch the driver from here on.
- * Held work is dropped, not issued: nothing can observe it any more. */
+ * Held work is dropped, not issued: nothing can observe it any more. Registered many times
+ * (codegen/nvrtc.c says why), it runs once: the newest registration, first to run. */
 void tcf_exec_stop(void)
 {
-    atomic_store(&tcf_stopping, 1);
+    if (atomic_exchange(&tcf_stopping, 1))
+        return;
     tcf_holding = 0;
     tcf_fkern_stop();
     unsigned n = tcf_window_count();
     for (unsigned i = 0; i < n; i++) {
         tcf_window_t *w = tcf_window_at(i);
-        pthread_mutex_lock(&w->lock);
+        if (!tcf_lock_at_exit(&w->lock))
+            continue;  /* exit interrupted its holder: the window is left as it is */
         if (w->nheld) {
             atomic_fetch_add(&tcf_xctr.dropped_at_exit, w->nheld);
             for (uint32_t j = w->exec_from; j < w->nev; j++)

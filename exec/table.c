@@ -246,10 +246,11 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
 }
 
 
-unsigned tcf_fkern_made(void)
+unsigned tcf_fkern_made(void)  /* for the stats, at exit */
 {
-    pthread_mutex_lock(&tcf_fk_lock);
-    unsigned n = tcf_nfk_made;
-    pthread_mutex_unlock(&tcf_fk_lock);
+    int locked = tcf_lock_at_exit(&tcf_fk_lock);
+    unsigned n = __atomic_load_n(&tcf_nfk_made, __ATOMIC_RELAXED);
+    if (locked)
+        pthread_mutex_unlock(&tcf_fk_lock);
     return n;
 }

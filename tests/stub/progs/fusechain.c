@@ -1,4 +1,4 @@
-/* fusechain [ITERS]: a chain fuse mode can fuse, against the stand-in driver.
+/* fusechain [ITERS [EXIT [US]]]: a chain fuse mode can fuse, against the stand-in driver.
  *
  * Three of PyTorch 2.11's float kernels, by their real mangled names and parameter layouts
  * (from tests/fixtures/gelu-window.jsonl, given to the stub after '@'), launched the way
@@ -16,11 +16,26 @@
  * It prints "add-data=<hex>": the bytes of the add launch's data parameter as the stub
  * logs them, so a test can count the program's own add launches in the stub's log (each
  * iteration's add runs as issued or inside a generated kernel, never both, never neither).
+ *
+ * EXIT says how the process ends, right after launching the chain once more without
+ * synchronizing (so a window holds it, in fuse mode once its kernel is known):
+ *   return   main returns (the default, after the synchronized iterations and the copy)
+ *   exit     exit(3)
+ *   _exit    _exit(4): no exit handlers run
+ *   handler  SIGUSR1 is raised; its handler calls exit(5) (exit handlers run inside a
+ *            signal handler, on the thread that was interrupted)
+ *   alarm    the chain is launched again and again, a synchronize every third launch,
+ *            until SIGALRM (a timer of US microseconds, default 2000) lands wherever it
+ *            lands, often inside tcfuse's own code with its locks held, and its handler
+ *            calls exit(6)
  */
 #include "tests/stub/progs/common.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #define N 4096
 #define VEC "_ZN2at6native29vectorized_elementwise_kernelILi4E"
@@ -38,10 +53,16 @@ static CUresult go(CUkernel k, void **params)
                           NULL);
 }
 
+static void exit_in_handler(int sig)
+{
+    exit(sig == SIGUSR1 ? 5 : 6);
+}
+
 int main(int argc, char **argv)
 {
     const char *method = prog_lookup(&argc, &argv);
     int iters = argc > 1 ? atoi(argv[1]) : 4;
+    const char *how = argc > 2 ? argv[2] : "return";
     drv_open(&d, method);
     world_init(&d, &w);
     CUkernel kmul = NULL, kadd = NULL, ktanh = NULL;
@@ -77,6 +98,31 @@ int main(int argc, char **argv)
         said("add", go(kadd, add_p));
         said("tanh", go(ktanh, tanh_p));
         said("cuStreamSynchronize", d.streamSynchronize(NULL));
+    }
+    if (strcmp(how, "return")) {
+        said("mul", go(kmul, mul_p));
+        said("add", go(kadd, add_p));
+        fflush(stdout);
+    }
+    if (!strcmp(how, "exit")) {
+        exit(3);
+    } else if (!strcmp(how, "_exit")) {
+        _exit(4);
+    } else if (!strcmp(how, "handler")) {
+        signal(SIGUSR1, exit_in_handler);
+        raise(SIGUSR1);
+    } else if (!strcmp(how, "alarm")) {
+        long us = argc > 3 ? atol(argv[3]) : 2000;
+        struct itimerval t = { .it_value = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 } };
+        signal(SIGALRM, exit_in_handler);
+        setitimer(ITIMER_REAL, &t, NULL);
+        for (unsigned i = 0;; i++) {  /* nothing printed: where it stops is up to the timer */
+            go(kmul, mul_p);
+            go(kadd, add_p);
+            go(ktanh, tanh_p);
+            if (i % 3 == 2)
+                d.streamSynchronize(NULL);
+        }
     }
     unsigned long long sum = 0;
     said("cuMemcpyDtoHAsync w", d.memcpyDtoHAsync(host, o, sizeof host, NULL));
