@@ -72,5 +72,8 @@ void tcf_capture_boundary(const char *call);
 /* At exit (and for tests): stops the acting mode (up->stop), closes every window, prints
  * the stats when asked and writes the trace's end. */
 void tcf_capture_shutdown(void);
+/* In a child forked after start: the windows and figures are the parent's copies; the
+ * child's exit neither closes nor prints them (interpose/init.c). */
+void tcf_capture_forked(void);
 
 #endif

@@ -410,6 +410,11 @@ void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size
     tcf_capture_other(&e, stream, 1, ptds);
 }
 
+void tcf_capture_forked(void)
+{
+    atomic_store(&tcf_stopped, 1);  /* the parent's windows and stats are the parent's */
+}
+
 void tcf_capture_shutdown(void)
 {
     if (!atomic_load(&tcf_started) || atomic_exchange(&tcf_stopped, 1))

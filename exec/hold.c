@@ -249,6 +249,14 @@ void tcf_exec_init(void)
     tcf_holding = 1;
 }
 
+/* In a child forked after fuse mode started: the worker is not there (threads do not
+ * survive fork), so nothing may be held or waited for, and at exit nothing is stopped. */
+void tcf_exec_forked(void)
+{
+    atomic_store(&tcf_stopping, 1);
+    tcf_holding = 0;
+}
+
 /* At exit. The order of exit handlers is not ours to choose, and cudart and PyTorch may
  * already have torn the context down: no thread of ours may touch the driver from here on.
  * Held work is dropped, not issued: nothing can observe it any more. Registered many times

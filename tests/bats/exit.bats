@@ -78,3 +78,19 @@ ends() {
     done
     echo "$n runs exited 6" >&3
 }
+
+@test "exit: a child forked while fuse mode's worker compiles exits, and so does its parent" {
+    [ -n "$NVRTC" ] || skip "no NVRTC under ${CUDA_HOME:-/usr/local/cuda}/lib64"
+    base fork.plain "$PROGS/fusechain" 1 fork
+    grep -qx 'child: exit 0' "$T/fork.plain.out"
+    local mode i
+    for i in 1 2 3; do
+        for mode in observe fuse; do
+            rm -rf "$T/cache"  # a compile queued at the fork: the worker is busy in the parent
+            TCFUSE_MODE=$mode TCFUSE_STATS=1 ends "fork.$mode" 0 "$PROGS/fusechain" 1 fork
+            same_text "fork $mode: stdout" "$T/fork.plain.out" "$T/fork.$mode.out"
+            # the parent's stats, once: the child neither prints nor closes the parent's windows
+            [ "$(grep -c '^tcfuse: stats:' "$T/fork.$mode.err")" = 1 ] || { cat "$T/fork.$mode.err"; false; }
+        done
+    done
+}

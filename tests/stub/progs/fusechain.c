@@ -24,6 +24,9 @@
  *   _exit    _exit(4): no exit handlers run
  *   handler  SIGUSR1 is raised; its handler calls exit(5) (exit handlers run inside a
  *            signal handler, on the thread that was interrupted)
+ *   fork     the process forks (fuse mode's worker may be compiling just then); the child
+ *            launches the chain and synchronizes, then exits normally; the parent waits
+ *            for it, prints its exit status and ends as `return` does
  *   alarm    the chain is launched again and again, a synchronize every third launch,
  *            until SIGALRM (a timer of US microseconds, default 2000) lands wherever it
  *            lands, often inside tcfuse's own code with its locks held, and its handler
@@ -35,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define N 4096
@@ -111,6 +115,18 @@ int main(int argc, char **argv)
     } else if (!strcmp(how, "handler")) {
         signal(SIGUSR1, exit_in_handler);
         raise(SIGUSR1);
+    } else if (!strcmp(how, "fork")) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            said("child mul", go(kmul, mul_p));
+            said("child add", go(kadd, add_p));
+            said("child cuStreamSynchronize", d.streamSynchronize(NULL));
+            exit(0);
+        }
+        int st = -1;
+        waitpid(pid, &st, 0);
+        printf("child: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
+               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
     } else if (!strcmp(how, "alarm")) {
         long us = argc > 3 ? atol(argv[3]) : 2000;
         struct itimerval t = { .it_value = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 } };
