@@ -18,6 +18,8 @@ static atomic_uint tcf_nwall;
 static pthread_mutex_t tcf_wlock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_ullong tcf_next_window_id;
 static atomic_int tcf_started, tcf_stopped;
+/* Recording: from start until exit begins (tcf_capture_quiesce) or a fork. */
+static atomic_int tcf_live;
 static uint64_t tcf_idle_ns;
 static uint32_t tcf_window_max;
 static tcf_capture_up_t tcf_up;   /* the acting mode above, if any (capture.h) */
@@ -34,6 +36,12 @@ void tcf_capture_init(const tcf_capture_up_t *up)
     tcf_kernels_init();
     tcf_stats_init();
     tcf_trace_open();
+    atomic_store(&tcf_live, 1);
+}
+
+void tcf_capture_quiesce(void)
+{
+    atomic_store(&tcf_live, 0);
 }
 
 /* --- which window ------------------------------------------------------------------- */
@@ -188,7 +196,7 @@ static void tcf_close_all(const char *reason)
 
 void tcf_capture_boundary(const char *call)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     atomic_fetch_add_explicit(&tcf_ctr.boundary_calls, 1, memory_order_relaxed);
     tcf_close_all(call);
@@ -298,8 +306,14 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
                         unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                         int ptds, void **params, void **extra, CUresult rc)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
+    /* Exit handlers run newest first: one registered now, after the runtime's, stops the
+     * recording before the runtime's handlers make their last calls (tcf_capture_quiesce). */
+    static atomic_int quiesce_at_exit;
+    if (!atomic_load_explicit(&quiesce_at_exit, memory_order_relaxed) &&
+        !atomic_exchange(&quiesce_at_exit, 1))
+        atexit(tcf_capture_quiesce);
     atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
     if (rc != CUDA_SUCCESS)
         atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
@@ -357,7 +371,7 @@ static void tcf_capture_other(tcf_event_t *proto, CUstream stream, int has_strea
 void tcf_capture_alloc(const char *call, CUdeviceptr ptr, size_t size, CUstream stream,
                        int has_stream, int ptds, CUresult rc)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     if (rc == CUDA_SUCCESS && ptr) {
         atomic_fetch_add(&tcf_ctr.allocs, 1);
@@ -375,7 +389,7 @@ void tcf_capture_alloc(const char *call, CUdeviceptr ptr, size_t size, CUstream 
 void tcf_capture_free(const char *call, CUdeviceptr ptr, CUstream stream, int has_stream,
                       int ptds, CUresult rc)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     if (rc == CUDA_SUCCESS) {
         atomic_fetch_add(&tcf_ctr.frees, 1);
@@ -390,7 +404,7 @@ void tcf_capture_free(const char *call, CUdeviceptr ptr, CUstream stream, int ha
 void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsigned elem,
                         size_t count, CUstream stream, int ptds, CUresult rc)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     atomic_fetch_add(&tcf_ctr.ops, 1);
     tcf_event_t e = { .kind = TCF_EV_MEMSET, .rc = rc };
@@ -402,7 +416,7 @@ void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsig
 void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                         CUstream stream, int ptds, CUresult rc)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     atomic_fetch_add(&tcf_ctr.ops, 1);
     tcf_event_t e = { .kind = TCF_EV_MEMCPY, .rc = rc };
@@ -412,11 +426,13 @@ void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size
 
 void tcf_capture_forked(void)
 {
+    atomic_store(&tcf_live, 0);
     atomic_store(&tcf_stopped, 1);  /* the parent's windows and stats are the parent's */
 }
 
 void tcf_capture_shutdown(void)
 {
+    atomic_store(&tcf_live, 0);
     if (!atomic_load(&tcf_started) || atomic_exchange(&tcf_stopped, 1))
         return;
     if (tcf_up.stop)

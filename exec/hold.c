@@ -265,6 +265,7 @@ void tcf_exec_stop(void)
 {
     if (atomic_exchange(&tcf_stopping, 1))
         return;
+    tcf_capture_quiesce();
     tcf_holding = 0;
     tcf_fkern_stop();
     unsigned n = tcf_window_count();

@@ -186,8 +186,10 @@ suite_exits() {
         EXIT_DETAIL+="$mode rc $rc${held:+ held $held}; "
     done
     local us plain_rcs="" fuse_rcs=""
+    # plain with the allocator fuse mode selects: its own teardown at exit is what it is
     for us in 30000 120000 400000; do
-        run_cmd "exits.alarm$us.plain" 60 -- "$PY" tests/gpu/exits.py alarm "$us"; plain_rcs+="$? "
+        run_cmd "exits.alarm$us.plain" 60 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- \
+            "$PY" tests/gpu/exits.py alarm "$us"; plain_rcs+="$? "
         run_cmd "exits.alarm$us.fuse" 60 "${FUSE_ENV[@]}" TCFUSE_CACHE_DIR="$cache" TCFUSE_HOLD_ALL=1 -- \
             "$PY" tests/gpu/exits.py alarm "$us"; rc=$?; fuse_rcs+="$rc "
         [[ ($rc == 124 || $rc == 137) && ! $plain_rcs =~ (124|137)\ $ ]] && bad+="alarm $us us: hung, plain did not; "

@@ -30,7 +30,8 @@
  *   alarm    the chain is launched again and again, a synchronize every third launch,
  *            until SIGALRM (a timer of US microseconds, default 2000) lands wherever it
  *            lands, often inside tcfuse's own code with its locks held, and its handler
- *            calls exit(6)
+ *            calls exit(6); an exit handler registered before the first launch then makes
+ *            driver calls, as cudart's and PyTorch's do at exit
  */
 #include "tests/stub/progs/common.h"
 
@@ -57,6 +58,14 @@ static CUresult go(CUkernel k, void **params)
                           NULL);
 }
 
+/* What a runtime's exit handler does: synchronize, free. */
+static CUdeviceptr teardown_buf;
+static void teardown(void)
+{
+    d.streamSynchronize(NULL);
+    d.memFree(teardown_buf);
+}
+
 static void exit_in_handler(int sig)
 {
     exit(sig == SIGUSR1 ? 5 : 6);
@@ -78,6 +87,10 @@ int main(int argc, char **argv)
     said("cuMemAlloc y", d.memAlloc(&y, N * 4));
     said("cuMemAlloc z", d.memAlloc(&z, N * 4));
     said("cuMemAlloc w", d.memAlloc(&o, N * 4));
+    if (!strcmp(how, "alarm")) {
+        said("cuMemAlloc teardown", d.memAlloc(&teardown_buf, 256));
+        atexit(teardown);
+    }
 
     int n = N;
     /* The functors' bytes as PyTorch passed them (the fixture's launches). */
