@@ -389,7 +389,8 @@ int tcf_tool_plan(int argc, char **argv)
         case 'h': tcf_tool_help_plan(stdout); return TCF_EXIT_OK;
         default:
             return tcf_tool_bad_usage("plan", "%s option '%s'",
-                                      optopt == 'w' ? "missing value for" : "unknown", argv[optind - 1]);
+                                      optopt == 'w' ? "missing value for" : "unknown",
+                                      argv[optind - 1]);
         }
     }
     if (argc - optind != 1)

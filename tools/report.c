@@ -52,7 +52,8 @@ int tcf_tool_report(int argc, char **argv)
         case 'h': tcf_tool_help_report(stdout); return TCF_EXIT_OK;
         default:
             return tcf_tool_bad_usage("report", "%s option '%s'",
-                                      (optopt && strchr("nc", optopt)) ? "missing value for" : "unknown",
+                                      (optopt && strchr("nc", optopt)) ? "missing value for"
+                                                                       : "unknown",
                                       argv[optind - 1]);
         }
     }

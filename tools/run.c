@@ -128,7 +128,8 @@ int tcf_tool_run(int argc, char **argv)
         case 'h': tcf_tool_help_run(stdout); return TCF_EXIT_OK;
         default:
             return tcf_tool_bad_usage("run", "%s option '%s'",
-                                      (optopt && strchr("mt", optopt)) ? "missing value for" : "unknown",
+                                      (optopt && strchr("mt", optopt)) ? "missing value for"
+                                                                       : "unknown",
                                       argv[optind - 1]);
         }
     }

@@ -75,7 +75,11 @@ static unsigned char fk_stream_dead[FK_MAX_OBJ + 1], fk_event_dead[FK_MAX_OBJ + 
 static int  fk_log_fd = -1;
 /* FAKECUDA_FAIL, parsed: a symbol, the call to fail (0: every one), and from then on. */
 #define FK_MAX_FAIL 32
-static struct { char sym[96]; unsigned long nth; int from; unsigned long calls; } fk_fails[FK_MAX_FAIL];
+static struct {
+    char sym[96];
+    unsigned long nth, calls;
+    int from;
+} fk_fails[FK_MAX_FAIL];
 static int fk_nfails;
 int fk_mem;
 /* FAKECUDA_FAST=1: launches skip validation and formatting, so that bench/hook_cost
@@ -84,7 +88,8 @@ int fk_fast;
 
 __attribute__((constructor)) static void fk_init(void)
 {
-    const char *p = getenv("FAKECUDA_LOG"), *f = getenv("FAKECUDA_FAIL"), *m = getenv("FAKECUDA_MEM");
+    const char *p = getenv("FAKECUDA_LOG"), *f = getenv("FAKECUDA_FAIL");
+    const char *m = getenv("FAKECUDA_MEM");
     fk_fast = getenv("FAKECUDA_FAST") && !p;
     fk_mem = m && !strcmp(m, "1");
     if (p && *p)

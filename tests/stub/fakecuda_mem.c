@@ -80,7 +80,8 @@ static unsigned char *fk_bytes(CUdeviceptr p, size_t n)
         return NULL;
     pthread_mutex_lock(&fk_mu);
     for (int i = 0; i < fk_nallocs && !m; i++)
-        if (fk_allocs[i].mem && p >= fk_allocs[i].ptr && p + n <= fk_allocs[i].ptr + fk_allocs[i].size)
+        if (fk_allocs[i].mem && p >= fk_allocs[i].ptr &&
+            p + n <= fk_allocs[i].ptr + fk_allocs[i].size)
             m = fk_allocs[i].mem + (p - fk_allocs[i].ptr);
     pthread_mutex_unlock(&fk_mu);
     return m;

@@ -27,7 +27,8 @@ TEST(parse)
         { "alloc:-1", 0, -1, 0, 0 }, { "alloc:1:2", 0, -1, 0, 0 }, { "alloc:x", 0, -1, 0, 0 },
         { "alloc:3++", 0, -1, 0, 0 }, { "alloc:Every", 0, -1, 0, 0 }, { "Alloc", 0, -1, 0, 0 },
         { "allocs", 0, -1, 0, 0 }, { "all", 0, -1, 0, 0 }, { "alloc,", 0, -1, 0, 0 },
-        { ",alloc", 0, -1, 0, 0 }, { "alloc,,thread", 0, -1, 0, 0 }, { "alloc,alloc:2", 0, -1, 0, 0 },
+        { ",alloc", 0, -1, 0, 0 }, { "alloc,,thread", 0, -1, 0, 0 },
+        { "alloc,alloc:2", 0, -1, 0, 0 },
         { "alloc :2", 0, -1, 0, 0 }, { "alloc: 2", 0, -1, 0, 0 }, { ":2", 0, -1, 0, 0 },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
