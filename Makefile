@@ -96,6 +96,12 @@ asan ubsan tsan:
 	@$(MAKE) -s BUILD=$(BUILD)/$@ CFLAGS="-O1 -g $(SAN_$@)" unit-bins
 	@tests/unit/run-sanitized $@ $(BUILD)/$@/tests
 
+# valgrind's memcheck over every unit test and over whole processes under the preloaded
+# library (tests/unit/run-valgrind): about 8 minutes, so not part of tests/run.
+.PHONY: valgrind
+valgrind: all stub unit-bins
+	@tests/unit/run-valgrind $(BUILD)
+
 # The stand-in driver and the programs the BATS suites run under LD_PRELOAD.
 -include tests/stub/stub.mk
 

@@ -1,11 +1,17 @@
-/* base: what every layer may use and that uses nothing of tcfuse: the clock, and which
- * loaded object holds an address. Thread-safe, no state of its own beyond a memoized
- * symbol lookup; never calls the CUDA driver.
+/* base: what every layer may use and that uses nothing of tcfuse: the clock, which loaded
+ * object holds an address, and the lock of an exit handler. Thread-safe, no state of its
+ * own beyond a memoized symbol lookup; never calls the CUDA driver.
  */
 #ifndef TCF_BASE_H
 #define TCF_BASE_H
 
+#include <pthread.h>
 #include <stdint.h>
+
+/* For exit handlers: locks m and returns 1, or gives up after a tenth of a second and
+ * returns 0 (m untouched), for when exit was called from a signal handler that interrupted
+ * the thread holding m (base/exitlock.c). The caller then does without what m guards. */
+int tcf_lock_at_exit(pthread_mutex_t *m);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t tcf_now_ns(void);

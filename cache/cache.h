@@ -41,6 +41,10 @@ int tcf_cache_put(uint64_t key, tcf_cache_kind_t kind, const void *data, size_t 
  * also a miss, and when the cache is off. */
 int tcf_cache_get(uint64_t key, tcf_cache_kind_t kind, void **data, size_t *len);
 
+/* Entries found but not used (a bad entry, a read that failed) and stores that failed,
+ * while the directory was usable, since the process started: the stats' fallbacks. */
+void tcf_cache_failures(uint64_t *reads, uint64_t *writes);
+
 /* For `tcfuse cache`: visits every entry (valid or not). verify_ok is 1 when the entry's
  * frame and checksum are good; then kind and len are the header's (len: the payload's
  * bytes), else kind is 0 and len the file's size. Returns the number visited, or -1. */

@@ -11,6 +11,7 @@
  * A file is written under a temporary name and renamed, so a reader sees a whole entry or
  * none; concurrent writers of one key each rename a whole file, and the last one wins.
  */
+#include "base/fault.h"
 #include "cache/cache.h"
 #include "cache/cache_internal.h"
 #include "config/config.h"
@@ -39,6 +40,15 @@
 /* The one exception to "no state but the directory": bad entries are reported once per
  * process, or a damaged cache would warn on every compile. */
 static atomic_flag tcf_cache_warned = ATOMIC_FLAG_INIT;
+/* Entries found but not used (bad, or a read that failed), and stores that failed, with
+ * the directory usable: the stats' cache_read_failed and cache_write_failed. */
+static atomic_ullong tcf_cache_bad_reads, tcf_cache_bad_writes;
+
+void tcf_cache_failures(uint64_t *reads, uint64_t *writes)
+{
+    *reads = atomic_load(&tcf_cache_bad_reads);
+    *writes = atomic_load(&tcf_cache_bad_writes);
+}
 
 static void tcf_cache_put64(unsigned char *p, uint64_t v)
 {
@@ -135,17 +145,20 @@ int tcf_cache_put(uint64_t key, tcf_cache_kind_t kind, const void *data, size_t 
     }
     int rc = -1;
     if (fd >= 0) {
-        int ok = tcf_cache_write_all(fd, hdr, sizeof hdr) == 0 &&
+        int ok = !tcf_fault(TCF_FAULT_CACHE_WRITE) &&
+                 tcf_cache_write_all(fd, hdr, sizeof hdr) == 0 &&
                  tcf_cache_write_all(fd, data, len) == 0 &&
                  tcf_cache_write_all(fd, sum, sizeof sum) == 0;
         ok = close(fd) == 0 && ok; /* close reports deferred write errors (NFS, quota) */
-        if (ok && renameat(dfd, tmp, dfd, name) == 0)
+        if (ok && !tcf_fault(TCF_FAULT_CACHE_RENAME) && renameat(dfd, tmp, dfd, name) == 0)
             rc = 0;
         else
             (void)unlinkat(dfd, tmp, 0);
     }
-    if (rc)
+    if (rc) {
+        atomic_fetch_add(&tcf_cache_bad_writes, 1);
         tcf_log(TCF_LOG_DEBUG, "cannot store cache entry %s/%s", dir, name);
+    }
     close(dfd);
     return rc;
 }
@@ -188,7 +201,7 @@ static int tcf_cache_read(int fd, uint64_t key, int kind, void **data, tcf_cache
         return tcf_cache_bad(f, "unknown kind");
     if (kind && (uint32_t)kv != (uint32_t)kind) return tcf_cache_bad(f, "wrong kind");
     if (f->len != f->fsize - TCF_CACHE_FRAME) return tcf_cache_bad(f, "length does not match size");
-    unsigned char *p = malloc(f->len ? f->len : 1);
+    unsigned char *p = tcf_malloc(f->len ? f->len : 1);
     if (!p) {
         f->nomem = 1;
         return tcf_cache_bad(f, "out of memory");
@@ -239,6 +252,9 @@ int tcf_cache_get(uint64_t key, tcf_cache_kind_t kind, void **data, size_t *len)
     int rc = -1;
     if (fd < 0) {
         f.why = e == ELOOP ? "a symbolic link" : "cannot be opened";
+    } else if (tcf_fault(TCF_FAULT_CACHE_READ)) {
+        f.why = "TCFUSE_FAULT: cache_read";
+        close(fd);
     } else {
         rc = tcf_cache_read(fd, key, kind, data, &f);
         close(fd);
@@ -247,6 +263,7 @@ int tcf_cache_get(uint64_t key, tcf_cache_kind_t kind, void **data, size_t *len)
         *len = (size_t)f.len;
         return 0;
     }
+    atomic_fetch_add(&tcf_cache_bad_reads, 1);
     if (!f.nomem && !atomic_flag_test_and_set(&tcf_cache_warned))
         tcf_log(TCF_LOG_WARN, "cache entry %s/%s is corrupt (%s): ignored", dir, name, f.why);
     return -1;

@@ -84,5 +84,13 @@ void tcf_capture_boundary(const char *call);
 /* At exit (and for tests): stops the acting mode (up->stop), closes every window, prints
  * the stats when asked and writes the trace's end. */
 void tcf_capture_shutdown(void);
+/* In a child forked after start: the windows and figures are the parent's copies; the
+ * child's exit neither closes nor prints them (interpose/init.c). */
+void tcf_capture_forked(void);
+/* Exit has begun: nothing is recorded from here on, so that the calls other libraries'
+ * exit handlers make pass straight through, never waiting on a window's lock (which the
+ * thread that called exit may hold, when it did from a signal handler that interrupted
+ * it). An exit handler itself, registered at the first launch; also called by exec's. */
+void tcf_capture_quiesce(void);
 
 #endif

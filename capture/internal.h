@@ -4,6 +4,7 @@
 
 #include "base/base.h"
 #include "base/driver.h"
+#include "base/fault.h"
 #include "capture/window.h"
 #include "config/config.h"
 

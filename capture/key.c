@@ -5,6 +5,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "base/fault.h"
 #include "capture/key.h"
 
 void tcf_key_scratch_free(tcf_key_scratch_t *s)
@@ -20,11 +21,11 @@ static int tcf_key_reserve(tcf_key_scratch_t *s, size_t need)
     while (cap < need * 2)
         cap *= 2;
     if (cap > s->cap) {
-        uint64_t *v = realloc(s->vals, cap * sizeof *v);
+        uint64_t *v = tcf_realloc(s->vals, cap * sizeof *v);
         if (!v)
             return -1;
         s->vals = v;
-        uint32_t *m = realloc(s->nums, cap * sizeof *m);
+        uint32_t *m = tcf_realloc(s->nums, cap * sizeof *m);
         if (!m)
             return -1;
         s->nums = m;

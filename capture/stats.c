@@ -26,9 +26,9 @@ static unsigned tcf_nreasons;
 
 void tcf_stats_init(void)
 {
-    tcf_keys = calloc(TCF_KEYS, sizeof *tcf_keys);
+    tcf_keys = tcf_calloc(TCF_KEYS, sizeof *tcf_keys);
     tcf_maxlen = (uint32_t)tcf_cfg.window_max;
-    tcf_lengths = calloc(tcf_maxlen + 1, sizeof *tcf_lengths);
+    tcf_lengths = tcf_calloc(tcf_maxlen + 1, sizeof *tcf_lengths);
 }
 
 static void tcf_count_reason(const char *reason)
@@ -133,7 +133,9 @@ static void tcf_print_lengths(uint64_t windows)
 
 void tcf_stats_print(void)
 {
-    pthread_mutex_lock(&tcf_slock);
+    /* At exit: a holder that exit interrupted never lets go; the figures are read as
+     * they stand (the tables have fixed sizes: a half-made update misreads, never faults). */
+    int locked = tcf_lock_at_exit(&tcf_slock);
     uint64_t windows = atomic_load(&tcf_ctr.windows);
     tcf_out("stats: mode %s, pid %d", tcf_mode_name(tcf_cfg.mode), (int)getpid());
     tcf_out("  launches      %llu (%u distinct kernels)",
@@ -200,9 +202,14 @@ void tcf_stats_print(void)
         tcf_out("  other work    %llu device memsets and copies", ops);
     unsigned long long pu = atomic_load(&tcf_ctr.params_unknown),
                        le = atomic_load(&tcf_ctr.launch_errors),
-                       oom = atomic_load(&tcf_ctr.oom) + tcf_kernel_oom();
-    if (pu || le || oom || tcf_keys_untracked)
+                       oom = atomic_load(&tcf_ctr.oom) + tcf_kernel_oom(),
+                       af = tcf_alloc_failures();
+    if (pu || le || oom || tcf_keys_untracked || af)
         tcf_out("  problems      params-unknown %llu, launch-errors %llu, out-of-memory %llu, "
-                "keys-untracked %llu", pu, le, oom, (unsigned long long)tcf_keys_untracked);
-    pthread_mutex_unlock(&tcf_slock);
+                "keys-untracked %llu, allocations-failed %llu", pu, le, oom,
+                (unsigned long long)tcf_keys_untracked, af);
+    if (tcf_fault_summary(line, sizeof line))  /* TCFUSE_FAULT: what was injected where */
+        tcf_out("  faults        %s", line);
+    if (locked)
+        pthread_mutex_unlock(&tcf_slock);
 }

@@ -206,9 +206,10 @@ void tcf_trace_event(const tcf_event_t *e, int64_t win)
     pthread_mutex_unlock(&tcf_tlock);
 }
 
-void tcf_trace_close(void)
+void tcf_trace_close(void)  /* at exit */
 {
-    pthread_mutex_lock(&tcf_tlock);
+    if (!tcf_lock_at_exit(&tcf_tlock))
+        return;  /* exit interrupted a writer: the trace ends without its end line */
     if (tcf_tf) {
         atomic_store(&tcf_ton, 0);
         tcf_tw("{\"ev\":\"end\",\"t\":%llu,\"launches\":%llu,\"windows\":%llu,\"dropped\":%llu}\n",

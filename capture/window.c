@@ -18,6 +18,8 @@ static atomic_uint tcf_nwall;
 static pthread_mutex_t tcf_wlock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_ullong tcf_next_window_id;
 static atomic_int tcf_started, tcf_stopped;
+/* Recording: from start until exit begins (tcf_capture_quiesce) or a fork. */
+static atomic_int tcf_live;
 static uint64_t tcf_idle_ns;
 static uint32_t tcf_window_max;
 static tcf_capture_up_t tcf_up;   /* the acting mode above, if any (capture.h) */
@@ -34,6 +36,12 @@ void tcf_capture_init(const tcf_capture_up_t *up)
     tcf_kernels_init();
     tcf_stats_init();
     tcf_trace_open();
+    atomic_store(&tcf_live, 1);
+}
+
+void tcf_capture_quiesce(void)
+{
+    atomic_store(&tcf_live, 0);
 }
 
 /* --- which window ------------------------------------------------------------------- */
@@ -79,7 +87,7 @@ tcf_window_t *tcf_window_for(CUstream stream, int ptds)
         if (!w) {
             if (atomic_load(&tcf_nwall) >= TCF_WTAB_SIZE - 1)
                 break;  /* full: the caller records nothing (counted) */
-            w = calloc(1, sizeof *w);
+            w = tcf_calloc(1, sizeof *w);
             if (!w)
                 break;
             w->ctx = ctx, w->stream = s, w->tid = tid;
@@ -122,7 +130,7 @@ void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160
                                    * chain that ran as issued is planned, to learn its
                                    * kernels; replay learns every window's key */
     tcf_key_item_t stack_items[64];
-    tcf_key_item_t *items = w->nev <= 64 ? stack_items : malloc(w->nev * sizeof *items);
+    tcf_key_item_t *items = w->nev <= 64 ? stack_items : tcf_malloc(w->nev * sizeof *items);
     uint64_t key = 0;
     if (items) {
         for (uint32_t i = 0; i < w->nev; i++) {
@@ -183,7 +191,10 @@ static void tcf_close_all(const char *reason)
         if (nbt < 0)
             nbt = tcf_cfg.backtrace && tcf_trace_on()
                       ? tcf_backtrace(bt, (int)tcf_cfg.backtrace_depth) : 0;
-        pthread_mutex_lock(&w->lock);
+        if (!atomic_load_explicit(&tcf_stopped, memory_order_relaxed))
+            pthread_mutex_lock(&w->lock);
+        else if (!tcf_lock_at_exit(&w->lock))
+            continue;  /* exit interrupted its holder: left open */
         tcf_window_close_locked(w, reason, bt, nbt);
         pthread_mutex_unlock(&w->lock);
     }
@@ -191,7 +202,7 @@ static void tcf_close_all(const char *reason)
 
 void tcf_capture_boundary(const char *call)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     atomic_fetch_add_explicit(&tcf_ctr.boundary_calls, 1, memory_order_relaxed);
     tcf_close_all(call);
@@ -206,12 +217,12 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
         tcf_window_close_locked(w, "idle", NULL, 0);
     if (w->nev == w->cap_ev) {
         uint32_t cap = w->cap_ev ? w->cap_ev * 2 : 64;
-        tcf_event_t *ev = realloc(w->ev, cap * sizeof *ev);
+        tcf_event_t *ev = tcf_realloc(w->ev, cap * sizeof *ev);
         if (!ev)
             return NULL;
         w->ev = ev;
         if (tcf_up.flush) {  /* the acting mode keeps decoded ops beside the events */
-            tcf_op_t *ops = realloc(w->ops, cap * sizeof *ops);
+            tcf_op_t *ops = tcf_realloc(w->ops, cap * sizeof *ops);
             if (!ops)
                 return NULL;
             w->ops = ops;
@@ -222,7 +233,7 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
         uint32_t cap = w->arena_cap ? w->arena_cap : 4096;
         while (cap < w->arena_len + bytes)
             cap *= 2;
-        uint8_t *a = realloc(w->arena, cap);
+        uint8_t *a = tcf_realloc(w->arena, cap);
         if (!a)
             return NULL;
         w->arena = a, w->arena_cap = cap;
@@ -338,8 +349,14 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
                         const CUlaunchAttribute *attrs, unsigned nattrs, CUresult rc,
                         tcf_window_t *w)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
+    /* Exit handlers run newest first: one registered now, after the runtime's, stops the
+     * recording before the runtime's handlers make their last calls (tcf_capture_quiesce). */
+    static atomic_int quiesce_at_exit;
+    if (!atomic_load_explicit(&quiesce_at_exit, memory_order_relaxed) &&
+        !atomic_exchange(&quiesce_at_exit, 1))
+        atexit(tcf_capture_quiesce);
     atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
     if (rc != CUDA_SUCCESS)
         atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
@@ -383,7 +400,7 @@ static void tcf_capture_other(tcf_event_t *proto, CUstream stream, int has_strea
 void tcf_capture_alloc(const char *call, CUdeviceptr ptr, size_t size, CUstream stream,
                        int has_stream, int ptds, CUresult rc)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     if (rc == CUDA_SUCCESS && ptr) {
         atomic_fetch_add(&tcf_ctr.allocs, 1);
@@ -401,7 +418,7 @@ void tcf_capture_alloc(const char *call, CUdeviceptr ptr, size_t size, CUstream 
 void tcf_capture_free(const char *call, CUdeviceptr ptr, CUstream stream, int has_stream,
                       int ptds, CUresult rc)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     if (rc == CUDA_SUCCESS) {
         atomic_fetch_add(&tcf_ctr.frees, 1);
@@ -416,7 +433,7 @@ void tcf_capture_free(const char *call, CUdeviceptr ptr, CUstream stream, int ha
 void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsigned elem,
                         size_t count, CUstream stream, int ptds, CUresult rc)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     atomic_fetch_add(&tcf_ctr.ops, 1);
     tcf_event_t e = { .kind = TCF_EV_MEMSET, .rc = rc };
@@ -428,7 +445,7 @@ void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsig
 void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                         CUstream stream, int ptds, CUresult rc)
 {
-    if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     atomic_fetch_add(&tcf_ctr.ops, 1);
     tcf_event_t e = { .kind = TCF_EV_MEMCPY, .rc = rc };
@@ -436,8 +453,15 @@ void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size
     tcf_capture_other(&e, stream, 1, ptds);
 }
 
+void tcf_capture_forked(void)
+{
+    atomic_store(&tcf_live, 0);
+    atomic_store(&tcf_stopped, 1);  /* the parent's windows and stats are the parent's */
+}
+
 void tcf_capture_shutdown(void)
 {
+    atomic_store(&tcf_live, 0);
     if (!atomic_load(&tcf_started) || atomic_exchange(&tcf_stopped, 1))
         return;
     if (tcf_up.stop)

@@ -34,6 +34,7 @@
 #include <nvrtc.h> /* types only: every function comes from dlsym */
 
 #include "base/base.h"
+#include "base/fault.h"
 #include "codegen/codegen.h"
 
 typedef struct {
@@ -191,6 +192,8 @@ int tcf_nvrtc_open(const char *override_path, char *err, size_t errcap)
     pthread_mutex_lock(&tcf_nvrtc_lock);
     if (tcf_nvrtc_ready) {
         rc = 0;
+    } else if (tcf_fault(TCF_FAULT_NVRTC_OPEN)) {
+        tcf_nvrtc_msg(err, errcap, "%s%s", "TCFUSE_FAULT: nvrtc_open", NULL);
     } else if (override_path && override_path[0]) {
         rc = tcf_nvrtc_try(override_path, 0, err, errcap);
     } else {
@@ -223,7 +226,7 @@ static void tcf_nvrtc_copy_log(const tcf_nvrtc_api_t *api, nvrtcProgram p, char 
     log[0] = '\0';
     if (api->log_size(p, &n) != NVRTC_SUCCESS || n <= 1)
         return;
-    char *full = malloc(n);
+    char *full = tcf_malloc(n);
     if (!full)
         return;
     if (api->log(p, full) == NVRTC_SUCCESS) {
@@ -250,6 +253,10 @@ int tcf_nvrtc_compile(const char *src, int arch, void **cubin, size_t *len, char
     *len = 0;
     if (tcf_nvrtc_open(NULL, log, logcap))
         return -1;
+    if (tcf_fault(TCF_FAULT_NVRTC_COMPILE)) {
+        tcf_nvrtc_msg(log, logcap, "%s%s", "TCFUSE_FAULT: nvrtc_compile", NULL);
+        return -1;
+    }
     pthread_mutex_lock(&tcf_nvrtc_lock);
     api = tcf_nvrtc_api;
     void (*hook)(void) = tcf_nvrtc_exit_hook;
@@ -275,7 +282,7 @@ int tcf_nvrtc_compile(const char *src, int arch, void **cubin, size_t *len, char
     size_t n = 0;
     char *out = NULL;
     r = api.cubin_size(prog, &n);
-    if (r == NVRTC_SUCCESS && n && (out = malloc(n)) != NULL)
+    if (r == NVRTC_SUCCESS && n && (out = tcf_malloc(n)) != NULL)
         r = api.cubin(prog, out);
     if (r != NVRTC_SUCCESS || !out) {
         tcf_nvrtc_msg(log, logcap, "nvrtcGetCUBIN: %s%s",

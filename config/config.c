@@ -4,6 +4,7 @@
  * hook: it allocates nothing, never exits, and prints only what the user asked for (a
  * warning about a variable they set badly, or TCFUSE_PRINT_CONFIG).
  */
+#include "base/fault.h"
 #include "config/config.h"
 #include "config/config_internal.h"
 
@@ -87,7 +88,8 @@ static const char *tcf_config_fmt_value(size_t i, const tcf_config_t *c, char *b
     case TCF_OPT_INT: snprintf(buf, cap, "%lld", *(const long long *)f); break;
     case TCF_OPT_SIZE: tcf_config_fmt_size(*(const long long *)f, buf, cap); break;
     case TCF_OPT_MODE: snprintf(buf, cap, "%s", tcf_mode_name(*(const tcf_mode_t *)f)); break;
-    case TCF_OPT_STR: return f;
+    case TCF_OPT_STR:
+    case TCF_OPT_FAULT: return f;
     }
     return buf;
 }
@@ -113,6 +115,19 @@ static const char *tcf_config_fmt_form(size_t i, int brief, char *buf, size_t ca
         snprintf(buf, cap, brief ? "[%s, %s]" : "a size in [%s, %s]: bytes, or a number and "
                  "K, KiB, M, MiB, G, GiB, T or TiB", lo, hi);
         return buf;
+    case TCF_OPT_FAULT: {
+        size_t len = 0;
+        if (brief)
+            return "sites";
+        for (int st = 0; st < TCF_FAULT__COUNT; st++) {
+            int n = snprintf(buf + len, cap - len, "%s%s", st ? ", " : "comma-separated "
+                             "site[:N|:N+|:every], the sites being ", tcf_fault_name(st));
+            if (n < 0 || (size_t)n >= cap - len)
+                break; /* cut short, still terminated */
+            len += (size_t)n;
+        }
+        return buf;
+    }
     case TCF_OPT_MODE: {
         size_t len = 0;
         for (int m = 0; m < TCF_MODE__COUNT; m++) {
@@ -151,6 +166,9 @@ static const char *tcf_config_def_shown(size_t i)
 }
 
 /* --- loading ------------------------------------------------------------------------- */
+/* TCFUSE_FAULT's sites, parsed with its value and armed once every option is read. */
+static tcf_fault_spec_t tcf_fault_spec_read;
+
 static int tcf_config_parse_one(size_t i, const char *s)
 {
     const tcf_opt_row_t *r = &tcf_rows[i];
@@ -160,9 +178,11 @@ static int tcf_config_parse_one(size_t i, const char *s)
     case TCF_OPT_INT: return tcf_parse_int(s, r->lo, r->hi, dst);
     case TCF_OPT_SIZE: return tcf_parse_size(s, r->lo, r->hi, dst);
     case TCF_OPT_MODE: return tcf_parse_mode(s, dst);
+    case TCF_OPT_FAULT:
     case TCF_OPT_STR: {
         size_t len = strlen(s); /* kept verbatim: a path may well end in a space */
-        if (len >= TCF_OPT_STR_MAX)
+        if (len >= TCF_OPT_STR_MAX ||
+            (r->kind == TCF_OPT_FAULT && tcf_fault_parse(s, &tcf_fault_spec_read, NULL, 0)))
             return -1;
         memcpy(dst, s, len + 1);
         return 0;
@@ -183,9 +203,10 @@ static void tcf_config_keep_bad(size_t i, const char *s)
 
 static void tcf_config_read(void)
 {
-    char form[160];
+    char form[256];
     pthread_once(&tcf_table_once, tcf_config_table_init);
     tcf_loading = 1;
+    memset(&tcf_fault_spec_read, 0, sizeof tcf_fault_spec_read);
     for (size_t i = 0; i < TCF_NOPT; i++) {
         /* secure_getenv: in a setuid program, TCFUSE_LOG_FILE must not let the invoking
          * user create files as the owner. */
@@ -197,6 +218,8 @@ static void tcf_config_read(void)
         if (tcf_srcs[i] == TCF_SRC_INVALID)
             tcf_config_keep_bad(i, s);
     }
+    /* Handed down before anything runs that a site could fail (base/fault.h). */
+    tcf_fault_arm(&tcf_fault_spec_read);
     /* Published before the warnings, so they honour TCFUSE_LOG_FILE and TCFUSE_VERBOSE. */
     atomic_store_explicit(&tcf_loaded, 1, memory_order_release);
     for (size_t i = 0; i < TCF_NOPT; i++)

@@ -21,7 +21,8 @@ typedef enum {
     TCF_MODE__COUNT
 } tcf_mode_t;
 
-typedef enum { TCF_OPT_BOOL, TCF_OPT_INT, TCF_OPT_SIZE, TCF_OPT_STR, TCF_OPT_MODE } tcf_opt_kind_t;
+typedef enum { TCF_OPT_BOOL, TCF_OPT_INT, TCF_OPT_SIZE, TCF_OPT_STR, TCF_OPT_MODE,
+               TCF_OPT_FAULT } tcf_opt_kind_t;
 
 /* Where a value came from, for TCFUSE_PRINT_CONFIG. */
 typedef enum { TCF_SRC_DEFAULT = 0, TCF_SRC_ENV, TCF_SRC_INVALID } tcf_src_t;
@@ -34,6 +35,7 @@ typedef struct {
 #define TCF_OPT_FIELD_SIZE(f) long long f;
 #define TCF_OPT_FIELD_STR(f)  char f[TCF_OPT_STR_MAX];
 #define TCF_OPT_FIELD_MODE(f) tcf_mode_t f;
+#define TCF_OPT_FIELD_FAULT(f) char f[TCF_OPT_STR_MAX];
 #define TCF_OPT(field, kind, def, lo, hi, help) TCF_OPT_FIELD_##kind(field)
 #include "config/options.def"
 #undef TCF_OPT

@@ -47,6 +47,8 @@ void tcf_exec_order(CUstream stream);
  * work (nothing can observe it any more) and parks the worker. stats_print: fuse mode's
  * lines of the summary. */
 void tcf_exec_flush(struct tcf_window *w, const char *reason);
+/* In a child forked after start (interpose/init.c): exec acts on nothing from here on. */
+void tcf_exec_forked(void);
 void tcf_exec_stop(void);
 void tcf_exec_stats_print(void);
 

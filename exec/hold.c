@@ -243,18 +243,30 @@ void tcf_exec_init(void)
     tcf_holding = 1;
 }
 
-/* At exit. The order of exit handlers is not ours to choose, and cudart and PyTorch may
- * already have torn the context down: no thread of ours may touch the driver from here on.
- * Held work is dropped, not issued: nothing can observe it any more. */
-void tcf_exec_stop(void)
+/* In a child forked after fuse mode started: the worker is not there (threads do not
+ * survive fork), so nothing may be held or waited for, and at exit nothing is stopped. */
+void tcf_exec_forked(void)
 {
     atomic_store(&tcf_stopping, 1);
+    tcf_holding = 0;
+}
+
+/* At exit. The order of exit handlers is not ours to choose, and cudart and PyTorch may
+ * already have torn the context down: no thread of ours may touch the driver from here on.
+ * Held work is dropped, not issued: nothing can observe it any more. Registered many times
+ * (codegen/nvrtc.c says why), it runs once: the newest registration, first to run. */
+void tcf_exec_stop(void)
+{
+    if (atomic_exchange(&tcf_stopping, 1))
+        return;
+    tcf_capture_quiesce();
     tcf_holding = 0;
     tcf_fkern_stop();
     unsigned n = tcf_window_count();
     for (unsigned i = 0; i < n; i++) {
         tcf_window_t *w = tcf_window_at(i);
-        pthread_mutex_lock(&w->lock);
+        if (!tcf_lock_at_exit(&w->lock))
+            continue;  /* exit interrupted its holder: the window is left as it is */
         if (w->nheld) {
             atomic_fetch_add(&tcf_xctr.dropped_at_exit, w->nheld);
             for (uint32_t j = w->exec_from; j < w->nev; j++)

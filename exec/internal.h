@@ -20,6 +20,7 @@
 
 #include "base/base.h"
 #include "base/driver.h"
+#include "base/fault.h"
 #include "capture/window.h"
 #include "config/config.h"
 #include "exec/exec.h"
@@ -200,7 +201,8 @@ extern tcf_xcounters_t tcf_xctr;
 /* The worker's named outcomes, printed with the stats. */
 #define TCF_FK_COUNTERS(X) X(compiled) X(disk_hits) X(verified) X(verify_mismatch) \
     X(verify_unable) X(compile_failed) X(load_failed) X(codegen_failed) X(other_context) \
-    X(table_full) X(kernels_checked) X(kernel_mismatch) X(code_unknown) X(evicted)
+    X(table_full) X(kernels_checked) X(kernel_mismatch) X(code_unknown) X(evicted) \
+    X(no_worker) X(no_context) X(no_nvrtc)
 typedef struct {
 #define TCF_FK_FIELD(n) atomic_ulong n;
     TCF_FK_COUNTERS(TCF_FK_FIELD)

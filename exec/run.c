@@ -60,7 +60,7 @@ static tcf_exec_scratch_t *tcf_exec_scratch(void)
 {
     if (!tcf_scratch) {
         pthread_once(&tcf_scratch_once, tcf_scratch_key_make);
-        if (!tcf_scratch_key_ok || !(tcf_scratch = malloc(sizeof *tcf_scratch)))
+        if (!tcf_scratch_key_ok || !(tcf_scratch = tcf_malloc(sizeof *tcf_scratch)))
             return NULL;
         pthread_setspecific(tcf_scratch_key, tcf_scratch);  /* freed when the thread exits */
     }
@@ -155,7 +155,8 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
             if (i == G->last) {
                 tcf_fused_args_t args = G->args;
                 void *kp[1] = { &args };
-                CUresult rc = tcf_drv.launch_kernel(fn[grp], tcf_codegen_grid(&G->g, G->n), 1, 1,
+                CUresult rc = tcf_fault(TCF_FAULT_FUSED_LAUNCH) ? CUDA_ERROR_LAUNCH_FAILED :
+                              tcf_drv.launch_kernel(fn[grp], tcf_codegen_grid(&G->g, G->n), 1, 1,
                                                     TCF_FUSED_BLOCK, 1, 1, 0,
                                                     (CUstream)(uintptr_t)e->stream, kp, NULL);
                 if (rc == CUDA_SUCCESS) {

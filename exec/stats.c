@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "exec/internal.h"
 
 tcf_xcounters_t tcf_xctr;
@@ -101,6 +102,14 @@ void tcf_exec_stats_print(void)
         len += (size_t)snprintf(line + len, sizeof line - len, "%sheld_failed %llu", len ? ", " : "", hf);
     if (ff && len < sizeof line)
         len += (size_t)snprintf(line + len, sizeof line - len, "%sfused_failed %llu", len ? ", " : "", ff);
+    uint64_t cr, cw;
+    tcf_cache_failures(&cr, &cw);
+    if (cr && len < sizeof line)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%scache_read_failed %llu",
+                                len ? ", " : "", (unsigned long long)cr);
+    if (cw && len < sizeof line)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%scache_write_failed %llu",
+                                len ? ", " : "", (unsigned long long)cw);
     tcf_out("  fallbacks     %s", len ? line : "none");
     tcf_fuse_refusals(line, sizeof line);
     tcf_out("  not held      %s", line[0] ? line : "none");

@@ -81,7 +81,7 @@ void tcf_retired_unload(void)
 static tcf_fjob_t *tcf_job_of(const tcf_fgroup_t *G, const tcf_window_t *w,
                               const uint16_t *ev_of, CUcontext ctx)
 {
-    tcf_fjob_t *job = calloc(1, sizeof *job);
+    tcf_fjob_t *job = tcf_calloc(1, sizeof *job);
     if (!job)
         return NULL;
     job->ctx = ctx, job->g = G->g, job->args = G->args, job->n = G->n;
@@ -119,7 +119,7 @@ static void tcf_gmemo_add(uint64_t gh, const tcf_group_t *g, tcf_fkern_t *e)  /*
 {
     tcf_gmemo_t *m;
     if (tcf_ngmemo >= TCF_GMEMO_PER_KERNEL * (unsigned)tcf_cfg.kernels_max ||
-        !(m = malloc(sizeof *m)))
+        !(m = tcf_malloc(sizeof *m)))
         return;
     m->ghash = gh, m->g = *g, m->e = e;
     m->next = tcf_gmemo[gh % TCF_FK_BUCKETS];
@@ -156,7 +156,7 @@ static void tcf_fk_evict(void)
             free(m);
             tcf_ngmemo--;
         }
-    tcf_retired_t *r = victim->mod ? malloc(sizeof *r) : NULL;
+    tcf_retired_t *r = victim->mod ? tcf_malloc(sizeof *r) : NULL;
     if (r) {  /* without memory to note it, the module stays loaded: a leak, not a fault */
         r->mod = victim->mod;
         clock_gettime(CLOCK_MONOTONIC, &r->at);
@@ -183,7 +183,7 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     pthread_mutex_unlock(&tcf_fk_lock);
 
     static _Thread_local char *src;
-    if (!src && !(src = malloc(TCF_SRC_MAX)))
+    if (!src && !(src = tcf_malloc(TCF_SRC_MAX)))
         return NULL;
     int len = tcf_codegen_source(&G->g, src, TCF_SRC_MAX);
     if (len < 0) {
@@ -203,8 +203,8 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     }
     if (tcf_nfk >= (unsigned)tcf_cfg.kernels_max)
         tcf_fk_evict();
-    if (tcf_nfk >= (unsigned)tcf_cfg.kernels_max || !(e = calloc(1, sizeof *e)) ||
-        !(e->src = strdup(src))) {
+    if (tcf_nfk >= (unsigned)tcf_cfg.kernels_max || !(e = tcf_calloc(1, sizeof *e)) ||
+        !(e->src = tcf_strdup(src))) {
         if (e)
             free(e);
         atomic_fetch_add(&tcf_fkc.table_full, 1);
@@ -250,10 +250,11 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
 }
 
 
-unsigned tcf_fkern_made(void)
+unsigned tcf_fkern_made(void)  /* for the stats, at exit */
 {
-    pthread_mutex_lock(&tcf_fk_lock);
-    unsigned n = tcf_nfk_made;
-    pthread_mutex_unlock(&tcf_fk_lock);
+    int locked = tcf_lock_at_exit(&tcf_fk_lock);
+    unsigned n = __atomic_load_n(&tcf_nfk_made, __ATOMIC_RELAXED);
+    if (locked)
+        pthread_mutex_unlock(&tcf_fk_lock);
     return n;
 }

@@ -62,9 +62,9 @@ int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cache, CUs
     int kv = atomic_load(&k->verdict);
     if (kv != TCF_KV_UNKNOWN)
         return kv == TCF_KV_OK;
-    tcf_fjob_t *one = calloc(1, sizeof *one);
-    tcf_fgroup_t *fg = malloc(sizeof *fg);
-    char *src = malloc(TCF_SRC_MAX), *vsrc = malloc(TCF_SRC_MAX + 600);
+    tcf_fjob_t *one = tcf_calloc(1, sizeof *one);
+    tcf_fgroup_t *fg = tcf_malloc(sizeof *fg);
+    char *src = tcf_malloc(TCF_SRC_MAX), *vsrc = tcf_malloc(TCF_SRC_MAX + 600);
     void *cubin = NULL;
     size_t clen = 0;
     int rc = -1, from_disk, keep;
@@ -140,8 +140,8 @@ static int tcf_kernels_known_good(const tcf_fjob_t *job, int arch)
             good = kv == TCF_KV_OK;
             continue;
         }
-        if (!fg && (!(fg = malloc(sizeof *fg)) || !(src = malloc(TCF_SRC_MAX)) ||
-                    !(vsrc = malloc(TCF_SRC_MAX + 600))))
+        if (!fg && (!(fg = tcf_malloc(sizeof *fg)) || !(src = tcf_malloc(TCF_SRC_MAX)) ||
+                    !(vsrc = tcf_malloc(TCF_SRC_MAX + 600))))
             good = 0;
         else if (tcf_kernel_vsrc(&job->orig[j], k, fg, src, vsrc) <= 0 ||
                  tcf_verdict_get(vsrc, arch) != 1)

@@ -167,7 +167,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         return -1;
     }
     CUdeviceptr base = 0;
-    uint8_t *host = malloc(2 * TCF_VERIFY_CHUNK);
+    uint8_t *host = tcf_malloc(2 * TCF_VERIFY_CHUNK);
     if (!host || tcf_drv.mem_alloc(&base, total * 2) != CUDA_SUCCESS) {
         free(host);
         snprintf(why, cap, "no scratch memory");
@@ -390,7 +390,7 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
     tcf_vaddr_t addr[TCF_MAX_ADDR];
     uint32_t off[TCF_MAX_ADDR];
     uint32_t na = 0;
-    tcf_vproblem_t *p = malloc(sizeof *p);
+    tcf_vproblem_t *p = tcf_malloc(sizeof *p);
     int elementwise = job->g.vec == 1, rc = -1;  /* every access one element wide */
     if (!p) {
         snprintf(why, cap, "out of memory");

@@ -9,8 +9,11 @@
  * once it is out of any job: exit then ends it with the process. (So a program that ends
  * its main thread with pthread_exit and waits for every other thread would wait for it
  * too, as it would for any thread blocked for good.) */
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cache/cache.h"
 #include "exec/internal.h"
@@ -23,6 +26,7 @@ static int tcf_worker_started, tcf_worker_stop, tcf_worker_busy;  /* under tcf_f
 static int tcf_worker_arch;  /* the worker's: the architecture of its last job's context */
 static atomic_int tcf_worker_warm;  /* NVRTC and the cache were opened (or found absent) */
 static atomic_int tcf_have_nvrtc, tcf_have_cache;
+#define TCF_STOP_WAIT_S 5   /* at exit, the longest wait for the job in hand */
 
 int tcf_arch_of(CUcontext ctx)
 {
@@ -53,7 +57,7 @@ static void tcf_worker_open(void)
 
 CUfunction tcf_load_mod(const void *cubin, CUfunction *fn, CUmodule *mod)
 {
-    if (tcf_drv.module_load_data(mod, cubin) != CUDA_SUCCESS)
+    if (tcf_fault(TCF_FAULT_MODULE_LOAD) || tcf_drv.module_load_data(mod, cubin) != CUDA_SUCCESS)
         return NULL;
     if (tcf_drv.module_get_function(fn, *mod, TCF_FUSED_KERNEL) != CUDA_SUCCESS) {
         if (tcf_drv.module_unload)
@@ -93,8 +97,10 @@ static void tcf_work(tcf_fkern_t *e)
     size_t clen = 0;
     CUstream s = NULL;
     int from_disk = 0;
-    if (tcf_drv.ctx_set_current(job->ctx) != CUDA_SUCCESS || !atomic_load(&tcf_have_nvrtc))
+    if (tcf_drv.ctx_set_current(job->ctx) != CUDA_SUCCESS || !atomic_load(&tcf_have_nvrtc)) {
+        atomic_fetch_add(atomic_load(&tcf_have_nvrtc) ? &tcf_fkc.no_context : &tcf_fkc.no_nvrtc, 1);
         goto out;
+    }
     int arch = tcf_arch_of(job->ctx);
     int cache = atomic_load(&tcf_have_cache);
     tcf_worker_arch = arch;
@@ -234,15 +240,23 @@ int tcf_fkern_start(void)
         pthread_t t;
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         tcf_worker_busy = 1;  /* until NVRTC is open */
-        if (pthread_create(&t, &attr, tcf_worker_main, NULL) == 0) {
+        /* Born with every signal blocked: the program's handlers (one may call exit, which
+         * waits for this thread) run on the program's own threads. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (!tcf_fault(TCF_FAULT_THREAD) && pthread_create(&t, &attr, tcf_worker_main, NULL) == 0) {
             tcf_worker_started = 1;
             rc = 0;
         } else {
             tcf_worker_busy = 0;
         }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
     }
     pthread_mutex_unlock(&tcf_fk_lock);
+    if (rc)  /* nothing is held: every launch runs as issued */
+        atomic_fetch_add(&tcf_fkc.no_worker, 1);
     return rc;
 }
 
@@ -276,11 +290,20 @@ int tcf_worker_disk_ready(void)
  * compile is at most a second or so) and parks the worker; queued jobs are dropped. */
 void tcf_fkern_stop(void)
 {
-    pthread_mutex_lock(&tcf_fk_lock);
+    if (!tcf_lock_at_exit(&tcf_fk_lock)) {  /* exit interrupted the lock's holder */
+        __atomic_store_n(&tcf_worker_stop, 1, __ATOMIC_RELAXED);  /* the job's next step */
+        return;
+    }
     tcf_worker_stop = 1;
     pthread_cond_broadcast(&tcf_fk_done);  /* a window waiting for a compile gives up */
-    while (tcf_worker_started && tcf_worker_busy)
-        pthread_cond_wait(&tcf_fk_idle, &tcf_fk_lock);
+    /* The job in hand may wait on a lock the interrupted thread holds: wait for it as long
+     * as a compile may take, not for ever. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += TCF_STOP_WAIT_S;
+    while (tcf_worker_started && tcf_worker_busy &&
+           pthread_cond_timedwait(&tcf_fk_idle, &tcf_fk_lock, &until) != ETIMEDOUT)
+        ;
     pthread_mutex_unlock(&tcf_fk_lock);
 }
 

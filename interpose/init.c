@@ -57,6 +57,19 @@ static void tcf_at_exit(void)
             atomic_load(&s->unknown), atomic_load(&s->passed), atomic_load(&s->unwrappable));
 }
 
+/* A child forked after tcfuse started. The driver refuses the child a context the parent
+ * made, tcfuse's worker thread is not there, and a lock another thread held at the fork
+ * stays held: every call passes straight to the driver, as with TCFUSE_MODE=off, and the
+ * parent's windows are neither issued nor counted at the child's exit. (Without this, a
+ * child forked while the worker compiled waited for it at exit for ever.) */
+static void tcf_forked_child(void)
+{
+    atomic_store(&tcf_interpose_mode, TCF_MODE_OFF);
+    tcf_capture_forked();
+    if (tcf_cfg.mode == TCF_MODE_FUSE)
+        tcf_exec_forked();
+}
+
 static void tcf_init_once(void)
 {
     tcf_config_load();
@@ -128,6 +141,7 @@ static void tcf_init_once(void)
     if (graph)
         tcf_replay_init();
     atexit(tcf_at_exit);
+    pthread_atfork(NULL, NULL, tcf_forked_child);
     tcf_log(TCF_LOG_INFO, "%s mode, libcuda %s", tcf_mode_name(tcf_cfg.mode),
             tcf_libcuda ? "found" : "not loaded yet");
     atomic_store(&tcf_interpose_mode, (int)tcf_cfg.mode);

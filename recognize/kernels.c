@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 
+#include "base/fault.h"
 #include "recognize/recognize.h"
 
 #define TCF_KTAB_BITS 16
@@ -62,7 +63,7 @@ static void tcf_kernel_describe(tcf_kernel_t *k, CUfunction f)
     } else {
         name = NULL;
     }
-    k->name = strdup(name ? name : "");
+    k->name = tcf_strdup(name ? name : "");
     if (!k->name)
         k->name = "";
     k->name_hash = XXH3_64bits(k->name, strlen(k->name));
@@ -83,7 +84,7 @@ static void tcf_kernel_describe(tcf_kernel_t *k, CUfunction f)
         if (rc != CUDA_SUCCESS || n == TCF_MAX_PARAMS)
             break;                /* the driver cannot say: no layout */
         if (n == cap) {
-            uint32_t *no = malloc(2 * cap * sizeof *no), *ns = malloc(2 * cap * sizeof *ns);
+            uint32_t *no = tcf_malloc(2 * cap * sizeof *no), *ns = tcf_malloc(2 * cap * sizeof *ns);
             if (!no || !ns) {
                 free(no), free(ns);
                 break;
@@ -99,8 +100,8 @@ static void tcf_kernel_describe(tcf_kernel_t *k, CUfunction f)
     }
     if (k->param_known) {
         k->nparams = n;
-        k->off = malloc((n ? n : 1) * sizeof *k->off);
-        k->size = malloc((n ? n : 1) * sizeof *k->size);
+        k->off = tcf_malloc((n ? n : 1) * sizeof *k->off);
+        k->size = tcf_malloc((n ? n : 1) * sizeof *k->size);
         if (!k->off || !k->size) {
             k->param_known = 0;
             k->nparams = 0;
@@ -148,7 +149,7 @@ tcf_kernel_t *tcf_kernel_get(CUfunction f)
             break;
         }
         if (cur == 0) {
-            k = calloc(1, sizeof *k);
+            k = tcf_calloc(1, sizeof *k);
             if (!k)
                 break;
             k->handle = h;
@@ -172,5 +173,5 @@ tcf_kernel_t *tcf_kernel_get(CUfunction f)
 
 void tcf_kernels_init(void)
 {
-    tcf_ktab = calloc(TCF_KTAB_SIZE, sizeof *tcf_ktab);
+    tcf_ktab = tcf_calloc(TCF_KTAB_SIZE, sizeof *tcf_ktab);
 }

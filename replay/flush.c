@@ -43,8 +43,8 @@ static int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_
     uint32_t len = 0;
     for (uint32_t i = 0; i < n; i++)
         len += (sigs[i].pbytes + 7u) & ~7u;
-    p->nodes = calloc(n, sizeof *p->nodes);
-    p->shadow = malloc(len ? len : 8);
+    p->nodes = tcf_calloc(n, sizeof *p->nodes);
+    p->shadow = tcf_malloc(len ? len : 8);
     if (!p->nodes || !p->shadow) {
         free(p->nodes), free(p->shadow);
         p->nodes = NULL, p->shadow = NULL;
@@ -63,7 +63,7 @@ static int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_
         memcpy(p->shadow + at, tcf_revent_bytes(w, e, op), sigs[j].pbytes);
         at += (sigs[j].pbytes + 7u) & ~7u;
         if (e->kind == TCF_EV_LAUNCH && e->u.l.nattr) {
-            nd->attr = malloc(e->u.l.nattr * sizeof *nd->attr);
+            nd->attr = tcf_malloc(e->u.l.nattr * sizeof *nd->attr);
             if (nd->attr) {
                 memcpy(nd->attr, tcf_event_attrs(w, e), e->u.l.nattr * sizeof *nd->attr);
                 nd->nattr = e->u.l.nattr;
@@ -87,7 +87,7 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
         w->rstate == TCF_R_FRESH || !w->nlaunch)
         return NULL;   /* FRESH: its first launch never came through replay (refused, or off) */
     uint32_t n = tcf_rnodes(w);
-    tcf_rsig_t stack_sigs[64], *sigs = n <= 64 ? stack_sigs : malloc(n * sizeof *sigs);
+    tcf_rsig_t stack_sigs[64], *sigs = n <= 64 ? stack_sigs : tcf_malloc(n * sizeof *sigs);
     if (!sigs)
         return NULL;
     int ok = 1;

@@ -93,7 +93,7 @@ static void **tcf_pp_for(tcf_pp_t *b, const tcf_kernel_t *k)
 {
     if (b->pp && b->pp != b->stack)
         free(b->pp);
-    b->pp = k->nparams <= 64 ? b->stack : malloc(k->nparams * sizeof(void *));
+    b->pp = k->nparams <= 64 ? b->stack : tcf_malloc(k->nparams * sizeof(void *));
     return b->pp;
 }
 
@@ -175,8 +175,8 @@ refused:
 
 int tcf_rgraph_build(tcf_rplan_t *p, int *reason)
 {
-    uint8_t **bytes_of = malloc(p->n * sizeof *bytes_of);
-    CUgraphNode *nodes = malloc(p->n * sizeof *nodes);
+    uint8_t **bytes_of = tcf_malloc(p->n * sizeof *bytes_of);
+    CUgraphNode *nodes = tcf_malloc(p->n * sizeof *nodes);
     CUgraph g = NULL;
     CUgraphExec x = NULL;
     int rc = -1;
@@ -209,7 +209,7 @@ out:
  * fresh graph, or else by a new instantiation from it. 0, or -1 with *reason. */
 static int tcf_rgraph_refresh(tcf_rplan_t *p, uint8_t *const *bytes_of, int *reason)
 {
-    CUgraphNode *nodes = malloc(p->n * sizeof *nodes);
+    CUgraphNode *nodes = tcf_malloc(p->n * sizeof *nodes);
     CUgraph g = NULL;
     if (!nodes) {
         *reason = TCF_RG_out_of_memory;
@@ -250,9 +250,9 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
 {
     uint8_t *stack_bytes[128], **bytes_of = stack_bytes;
     uint8_t (*ops)[TCF_R_OP_BYTES] = NULL;
-    if (w->nops && !(ops = malloc(w->nops * sizeof *ops)))
+    if (w->nops && !(ops = tcf_malloc(w->nops * sizeof *ops)))
         return -1;
-    if (p->n > 128 && !(bytes_of = malloc(p->n * sizeof *bytes_of))) {
+    if (p->n > 128 && !(bytes_of = tcf_malloc(p->n * sizeof *bytes_of))) {
         free(ops);
         return -1;
     }

@@ -67,7 +67,7 @@ static CUresult tcf_rissue_launch(const tcf_window_t *w, const tcf_event_t *e)
     void *stack_pp[64], **pp = stack_pp, *ex[5];
     size_t exsize = e->u.l.pbytes;
     int form_params = k->param_known && e->u.l.pbytes == k->param_bytes;
-    if (form_params && k->nparams > 64 && !(pp = malloc(k->nparams * sizeof *pp)))
+    if (form_params && k->nparams > 64 && !(pp = tcf_malloc(k->nparams * sizeof *pp)))
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (form_params)
         for (uint32_t i = 0; i < k->nparams; i++)

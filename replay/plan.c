@@ -36,7 +36,7 @@ tcf_rplan_t *tcf_rplan_get(uint64_t key, int make)
         if (!p) {
             if (!make || tcf_rnplans >= TCF_RPLANS * 3 / 4)
                 return NULL;
-            p = calloc(1, sizeof *p);
+            p = tcf_calloc(1, sizeof *p);
             if (!p)
                 return NULL;
             p->key = key;

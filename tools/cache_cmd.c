@@ -105,14 +105,14 @@ int tcf_tool_cache(int argc, char **argv)
     }
     int known = sub && (strcmp(sub, "ls") == 0 || strcmp(sub, "clear") == 0 ||
                         strcmp(sub, "verify") == 0 || strcmp(sub, "dir") == 0);
-    if (!known || argc > 2) {
-        if (sub && !known)
-            fprintf(stderr, "tcfuse cache: no subcommand '%s'\n\n", sub);
-        else if (sub)
-            fprintf(stderr, "tcfuse cache %s: takes no arguments\n\n", sub);
+    if (!sub) {  /* asked for nothing: the usage */
         tcf_tool_help_cache(stderr);
         return TCF_EXIT_USAGE;
     }
+    if (!known)
+        return tcf_tool_bad_usage("cache", "no subcommand '%s': ls, clear, verify or dir", sub);
+    if (argc > 2)
+        return tcf_tool_bad_usage("cache", "%s takes no arguments", sub);
     /* The command says why the directory is unusable itself, below; the library's
      * warning would say the same a second time. Errors still come through. */
     tcf_config_load();

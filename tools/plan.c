@@ -324,12 +324,20 @@ static int run_plan(tcf_plan_state_t *s, const char *path)
         fprintf(stderr, "tcfuse %s: %s: %s\n", s->cmd, path, strerror(errno));
         return TCF_EXIT_FAIL;
     }
-    if (!s->quiet) printf("trace %s\n", path);
-    while ((rc = tcf_trace_read_next(r, &ev)) == 1) on_event(s, &ev);
+    int headed = 0;  /* at the first event: nothing on stdout for a file that is no trace */
+    while ((rc = tcf_trace_read_next(r, &ev)) == 1) {
+        if (!headed++ && !s->quiet) printf("trace %s\n", path);
+        on_event(s, &ev);
+    }
     tcf_trace_stats_t st = tcf_trace_read_stats(r);
     tcf_trace_read_close(r);
     if (rc < 0) {
         fprintf(stderr, "tcfuse %s: %s: %s\n", s->cmd, path, strerror(errno));
+        return TCF_EXIT_FAIL;
+    }
+    if (st.events == 0) {  /* as `tcfuse report` says it */
+        fprintf(stderr, "tcfuse %s: %s: not a tcfuse trace (no event in %zu lines)\n", s->cmd,
+                path, st.lines);
         return TCF_EXIT_FAIL;
     }
     if (st.malformed && !s->quiet)
@@ -391,24 +399,19 @@ int tcf_tool_plan(int argc, char **argv)
         case 'w':
             only = strtoll(optarg, &end, 10);
             if (*optarg == 0 || *end != 0 || only < 0) {
-                fprintf(stderr, "tcfuse plan: --window wants a window id, not '%s'\n", optarg);
-                return TCF_EXIT_USAGE;
+                return tcf_tool_bad_usage("plan", "--window wants a window id, not '%s'", optarg);
             }
             break;
         case 'h': tcf_tool_help_plan(stdout); return TCF_EXIT_OK;
         default:
-            fprintf(stderr, "tcfuse plan: %s option '%s'\n",
-                    optopt == 'w' ? "missing value for" : "unknown", argv[optind - 1]);
-            tcf_tool_help_plan(stderr);
-            return TCF_EXIT_USAGE;
+            return tcf_tool_bad_usage("plan", "%s option '%s'",
+                                      optopt == 'w' ? "missing value for" : "unknown",
+                                      argv[optind - 1]);
         }
     }
-    if (argc - optind != 1) {
-        fprintf(stderr, "tcfuse plan: %s\n", optind >= argc ? "no trace file given"
-                                                            : "one trace file at a time");
-        tcf_tool_help_plan(stderr);
-        return TCF_EXIT_USAGE;
-    }
+    if (argc - optind != 1)
+        return tcf_tool_bad_usage("plan", "%s", optind >= argc ? "no trace file given"
+                                                               : "one trace file at a time");
     if (compile && tcf_nvrtc_open(getenv("TCFUSE_NVRTC"), err, sizeof err) != 0) {
         fprintf(stderr, "tcfuse plan: --compile: NVRTC unavailable: %s\n", err);
         return TCF_EXIT_FAIL;

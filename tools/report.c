@@ -44,27 +44,22 @@ int tcf_tool_report(int argc, char **argv)
         case 'n':
             top = strtol(optarg, &end, 10);
             if (*optarg == 0 || *end != 0 || top < 1 || top > 1000000) {
-                fprintf(stderr, "tcfuse report: --top wants a number from 1 up, not '%s'\n",
-                        optarg);
-                return TCF_EXIT_USAGE;
+                return tcf_tool_bad_usage("report", "--top wants a number from 1 up, not '%s'",
+                                          optarg);
             }
             break;
         case 'c': chrome = optarg; break;
         case 'h': tcf_tool_help_report(stdout); return TCF_EXIT_OK;
         default:
-            fprintf(stderr, "tcfuse report: %s option '%s'\n",
-                    (optopt && strchr("nc", optopt)) ? "missing value for" : "unknown",
-                    argv[optind - 1]);
-            tcf_tool_help_report(stderr);
-            return TCF_EXIT_USAGE;
+            return tcf_tool_bad_usage("report", "%s option '%s'",
+                                      (optopt && strchr("nc", optopt)) ? "missing value for"
+                                                                       : "unknown",
+                                      argv[optind - 1]);
         }
     }
-    if (argc - optind != 1) {
-        fprintf(stderr, "tcfuse report: %s\n", optind >= argc ? "no trace file given"
-                                                              : "one trace file at a time");
-        tcf_tool_help_report(stderr);
-        return TCF_EXIT_USAGE;
-    }
+    if (argc - optind != 1)
+        return tcf_tool_bad_usage("report", "%s", optind >= argc ? "no trace file given"
+                                                                 : "one trace file at a time");
     if (chrome) return tcf_report_chrome(argv[optind], chrome) < 0 ? TCF_EXIT_FAIL : TCF_EXIT_OK;
 
     rc = tcf_report_collect(&r, argv[optind]);

@@ -215,7 +215,7 @@ int tcf_report_chrome(const char *trace, const char *out)
     fprintf(c.f, "\n]}\n");
     if (rc < 0) fprintf(stderr, "tcfuse report: %s: %s\n", trace, strerror(errno));
     st = tcf_trace_read_stats(rd);
-    if (st.malformed)
+    if (st.malformed && st.events)  /* with no event at all, the line below says it */
         fprintf(stderr, "tcfuse report: %s: %zu malformed lines skipped\n", trace, st.malformed);
     bad = ferror(c.f) || (c.f != stdout ? fclose(c.f) : fflush(c.f)) != 0;
     if (bad) fprintf(stderr, "tcfuse report: %s: write failed\n", out);

@@ -111,16 +111,15 @@ int tcf_tool_run(int argc, char **argv)
         switch (c) {
         case 'm':
             if (tcf_parse_mode(optarg, &mode) < 0) {
-                fprintf(stderr, "tcfuse run: unknown mode '%s' (off, observe, fuse, graph)\n", optarg);
-                return TCF_EXIT_USAGE;
+                return tcf_tool_bad_usage("run", "unknown mode '%s': off, observe, fuse or graph",
+                                          optarg);
             }
             setenv("TCFUSE_MODE", optarg, 1);
             break;
         case 's': setenv("TCFUSE_STATS", "1", 1); break;
         case 't':
             if (!*optarg) {
-                fprintf(stderr, "tcfuse run: --trace needs a file name\n");
-                return TCF_EXIT_USAGE;
+                return tcf_tool_bad_usage("run", "--trace needs a file name");
             }
             setenv("TCFUSE_TRACE", optarg, 1);
             break;
@@ -128,18 +127,14 @@ int tcf_tool_run(int argc, char **argv)
         case 'c': setenv("TCFUSE_PRINT_CONFIG", "1", 1); break;
         case 'h': tcf_tool_help_run(stdout); return TCF_EXIT_OK;
         default:
-            fprintf(stderr, "tcfuse run: %s option '%s'\n",
-                    (optopt && strchr("mt", optopt)) ? "missing value for" : "unknown",
-                    argv[optind - 1]);
-            tcf_tool_help_run(stderr);
-            return TCF_EXIT_USAGE;
+            return tcf_tool_bad_usage("run", "%s option '%s'",
+                                      (optopt && strchr("mt", optopt)) ? "missing value for"
+                                                                       : "unknown",
+                                      argv[optind - 1]);
         }
     }
-    if (optind >= argc) {
-        fprintf(stderr, "tcfuse run: no command given\n");
-        tcf_tool_help_run(stderr);
-        return TCF_EXIT_USAGE;
-    }
+    if (optind >= argc)
+        return tcf_tool_bad_usage("run", "no command given");
     if (find_lib(lib) < 0) return TCF_EXIT_NOLIB;
     if (set_preload(lib) < 0) return TCF_EXIT_NOLIB;
     execvp(argv[optind], argv + optind);

@@ -48,11 +48,8 @@ static int help(const char *cmd)
     else if (strcmp(cmd, "config") == 0)
         printf("usage: tcfuse config\n\nLists every TCFUSE_* environment variable tcfuse "
                "reads, with its default.\n");
-    else {
-        fprintf(stderr, "tcfuse help: no command '%s'\n", cmd);
-        tcf_tool_usage(stderr);
-        return TCF_EXIT_USAGE;
-    }
+    else
+        return tcf_tool_bad_usage(NULL, "help: no command '%s'", cmd);
     return TCF_EXIT_OK;
 }
 
@@ -63,10 +60,15 @@ int main(int argc, char **argv)
         tcf_tool_usage(stderr);
         return TCF_EXIT_USAGE;
     }
+    int opt = cmd[0] == '-';
+    if ((strcmp(cmd, "help") == 0 || opt) && argc > 3)
+        return tcf_tool_bad_usage(NULL, "%s takes one command at most", cmd);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0)
         return help(argc > 2 ? argv[2] : NULL);
     if (strcmp(cmd, "help") == 0) return help(argc > 2 ? argv[2] : NULL);
     if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+        if (argc > 2)
+            return tcf_tool_bad_usage(NULL, "%s takes no arguments", cmd);
         printf("tcfuse %s\n", TCF_VERSION);
         return TCF_EXIT_OK;
     }
@@ -76,14 +78,10 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "reduce") == 0) return tcf_tool_reduce(argc - 1, argv + 1);
     if (strcmp(cmd, "cache") == 0) return tcf_tool_cache(argc - 1, argv + 1);
     if (strcmp(cmd, "config") == 0) {
-        if (argc > 2) {
-            fprintf(stderr, "tcfuse config: takes no arguments\n");
-            return TCF_EXIT_USAGE;
-        }
+        if (argc > 2)
+            return tcf_tool_bad_usage("config", "takes no arguments");
         tcf_config_help(stdout);
         return fflush(stdout) == 0 ? TCF_EXIT_OK : TCF_EXIT_FAIL;
     }
-    fprintf(stderr, "tcfuse: unknown command '%s'\n\n", cmd);
-    tcf_tool_usage(stderr);
-    return TCF_EXIT_USAGE;
+    return tcf_tool_bad_usage(NULL, "unknown %s '%s'", opt ? "option" : "command", cmd);
 }

@@ -27,6 +27,10 @@ int tcf_tool_report(int argc, char **argv);
  * family, launches, decoded, fused, and why the rest were not decoded. */
 int tcf_tool_coverage(const char *path);
 
+/* Bad arguments: one line on stderr, "tcfuse CMD: <what> (tcfuse help CMD)" (CMD NULL:
+ * "tcfuse: <what> (tcfuse --help)"), and returns TCF_EXIT_USAGE. */
+int tcf_tool_bad_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Help texts, to f. */
 void tcf_tool_usage(FILE *f);
 void tcf_tool_help_run(FILE *f);

@@ -1,5 +1,7 @@
-/* util: allocation that exits on failure, and the open-addressing hash map the report
- * uses (keys are kernel ids, window keys, reasons and call sites). */
+/* util: allocation that exits on failure, the one line of a usage error, and the
+ * open-addressing hash map the report uses (keys are kernel ids, window keys, reasons and
+ * call sites). */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,20 @@ struct tcf_tool_map_slot {
     size_t value;
     int used;
 };
+
+int tcf_tool_bad_usage(const char *cmd, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (cmd)
+        fprintf(stderr, "tcfuse %s: %s (tcfuse help %s)\n", cmd, what, cmd);
+    else
+        fprintf(stderr, "tcfuse: %s (tcfuse --help)\n", what);
+    return TCF_EXIT_USAGE;
+}
 
 void *tcf_tool_realloc(void *p, size_t n)
 {

@@ -90,3 +90,80 @@ cli() { base "$@"; }
     expect_line "$T/mt.err" '^tcfuse: +launches +100 '
     expect_line "$T/mt.err" '^tcfuse: +windows +4 \(launches per window: median 25, max 25\)$'
 }
+
+# Each row: the exit status wanted, then the arguments (shell words; $T expands).
+BAD_ARGS='
+2 bogus
+2 -x
+2 --bogus
+2 help bogus
+2 help run extra
+2 -V extra
+2 --version extra
+2 --help run extra
+2 run
+2 run --
+2 run -m
+2 run --mode
+2 run --mode turbo -- true
+2 run --bogus -- true
+2 run --trace
+2 run --trace "" -- true
+2 report
+2 report --top
+2 report --top x f
+2 report --top 0 f
+2 report --top -5 f
+2 report --top 99999999999999999999 f
+2 report --chrome
+2 report --bogus f
+2 report a b
+1 report $T/none
+1 report $T/bad.trace
+1 report $T/empty
+1 report $T/dir
+1 report --chrome $T/out.json $T/bad.trace
+1 report --chrome /nonexistent/x.json tests/fixtures/sample-observe.jsonl
+2 plan
+2 plan --window
+2 plan --window x f
+2 plan --window -1 f
+2 plan --bogus f
+2 plan a b
+1 plan $T/none
+1 plan $T/bad.trace
+1 plan $T/empty
+1 plan $T/dir
+1 plan --window 999999 tests/fixtures/gelu-window.jsonl
+2 cache nuke
+2 cache ls extra
+2 cache dir x y
+2 cache verify --all
+2 config extra
+2 config --bogus
+'
+
+@test "cli: bad arguments to every subcommand: one line saying what is wrong, a non-zero exit, no crash" {
+    mkdir "$T/dir"
+    printf 'not json\n{"ev":\n' >"$T/bad.trace"
+    : >"$T/empty"
+    local want args bad=() n=0
+    while read -r want args; do
+        [ -n "$want" ] || continue
+        eval "set -- $args"
+        split "$TCFUSE" "$@"
+        n=$((n + 1))
+        local lines; lines=$(wc -l <"$T/err")
+        if [ "$status" != "$want" ]; then bad+=("$args: exit $status, want $want")
+        elif [ "$lines" != 1 ] || ! grep -q '^tcfuse' "$T/err"; then bad+=("$args: $lines lines on stderr: $(head -c 300 "$T/err")")
+        elif [ "$want" = 2 ] && [ -s "$T/out" ]; then bad+=("$args: a usage error printed on stdout")
+        fi
+    done <<<"$BAD_ARGS"
+    if [ "${#bad[@]}" -gt 0 ]; then printf '%s\n' "${bad[@]}"; false; fi
+    echo "$n bad invocations" >&3
+    # asking for nothing prints the usage instead
+    split "$TCFUSE"
+    [ "$status" = 2 ] && grep -q '^usage: tcfuse' "$T/err"
+    split "$TCFUSE" cache
+    [ "$status" = 2 ] && grep -q '^usage: tcfuse cache' "$T/err"
+}

@@ -219,8 +219,7 @@ EOF
     [ ! -s "$T/out" ]
     split "$TCFUSE" frobnicate
     [ "$status" -eq 2 ]
-    grep -q "unknown command 'frobnicate'" "$T/err"
-    grep -q '^usage: tcfuse' "$T/err"
+    [ "$(cat "$T/err")" = "tcfuse: unknown command 'frobnicate' (tcfuse --help)" ]
     [ ! -s "$T/out" ]
     split "$TCFUSE" help frobnicate
     [ "$status" -eq 2 ]

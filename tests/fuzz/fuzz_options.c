@@ -1,8 +1,10 @@
-/* Option values (config/parse.c): every parser, and path expansion, on the input split
- * into NUL- or newline-ended strings. Bounds come from the input too. */
+/* Option values (config/parse.c): every parser, path expansion and TCFUSE_FAULT's
+ * (base/fault.c), on the input split into NUL- or newline-ended strings. Bounds come from
+ * the input too. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "config/config.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -29,6 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (tcf_parse_mode(s, &m) == 0)
             (void)tcf_mode_name(m);
         (void)tcf_expand_path(s, out, sizeof out);
+        tcf_fault_spec_t fs;
+        (void)tcf_fault_parse(s, &fs, out, sizeof out);
         *e = saved;
         if (e >= buf + size)
             break;

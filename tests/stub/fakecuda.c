@@ -25,9 +25,20 @@
  *    cuCtxGetCurrent, cuDriverGetVersion, cuGetErrorString, cuGetErrorName) are prefixed
  *    "[tcfuse] " when their return address lies in an object whose name contains
  *    "libtcfuse": tests drop those lines, or only the prefix, before comparing logs.
- *  - FAKECUDA_FAIL=sym[,sym...]: those ABI symbols return CUDA_ERROR_UNKNOWN (999) without
- *    writing any output argument (the call is still logged, with rc=999).
- *    FAKECUDA_FAIL_AFTER=sym:N[,sym:N...]: the same from the (N+1)-th call of sym on.
+ *  - FAKECUDA_FAIL=sym[:N|:N+][,sym...]: those ABI symbols return CUDA_ERROR_UNKNOWN (999)
+ *    without writing any output argument (the call is still logged, with rc=999): every
+ *    call, or with :N only the N-th call of that symbol (counted over the process, from
+ *    every thread, tcfuse's own calls included), with :N+ the N-th and every later one.
+ *  - FAKECUDA_MEM=1: device memory holds bytes. Memsets, copies to and from the host and
+ *    between allocations store and read them (freshly allocated memory is zero); without
+ *    it a copy to the host reads bytes made up from the address (fakecuda_mem.c). Kernels
+ *    still compute nothing, so a kernel and its replacement leave memory the same, which
+ *    is what lets tcfuse's bitwise verification pass here and fuse mode fuse.
+ *  - cuModuleLoadData logs what it was given: "image=elf:<bytes>:<FNV-1a 64 of them>" for
+ *    an ELF image (its size from its header), else "image=?", so a test can tell which
+ *    cubin was loaded.
+ *    FAKECUDA_FAIL_AFTER=sym:N[,sym:N...]: the same from the (N+1)-th call of sym on
+ *    (FAKECUDA_FAIL=sym:N+1+, in the other spelling).
  *  - Handles are made-up, deterministic values (the n-th stream created is always the same
  *    value), so that logs compare across runs; create them from one thread.
  *    Device memory comes from a bump allocator at 0x7f0000000000 (256-byte aligned);
@@ -65,33 +76,51 @@ _Thread_local CUcontext fk_cur;
 static int fk_nstreams, fk_nevents;
 static unsigned char fk_stream_dead[FK_MAX_OBJ + 1], fk_event_dead[FK_MAX_OBJ + 1];
 static int  fk_log_fd = -1;
-static char fk_fail_list[1024];
-/* FAKECUDA_FAIL_AFTER=sym:N[,sym:N...]: sym fails from its (N+1)-th call on. */
-static struct { char sym[96]; long after, calls; } fk_after[8];
-static int fk_nafter;
+/* FAKECUDA_FAIL, parsed: a symbol, the call to fail (0: every one), and from then on. */
+#define FK_MAX_FAIL 32
+static struct {
+    char sym[96];
+    unsigned long nth, calls;
+    int from;
+} fk_fails[FK_MAX_FAIL];
+static int fk_nfails;
+int fk_mem;
 /* FAKECUDA_FAST=1: launches skip validation and formatting, so that bench/hook_cost
  * measures tcfuse's cost rather than the stand-in's. */
 int fk_fast;
 
+/* FAKECUDA_FAIL's entries (sym, sym:N, sym:N+), or with after FAKECUDA_FAIL_AFTER's (sym:N:
+ * from call N + 1 on), appended to fk_fails. */
+static void fk_parse_fails(const char *f, int after)
+{
+    while (f && *f && fk_nfails < FK_MAX_FAIL) {
+        size_t n = strcspn(f, ","), s = strcspn(f, ":,");
+        if (s < sizeof fk_fails[0].sym) {
+            memcpy(fk_fails[fk_nfails].sym, f, s);
+            if (s < n) {
+                char *end;
+                fk_fails[fk_nfails].nth = strtoul(f + s + 1, &end, 10);
+                fk_fails[fk_nfails].from = *end == '+';
+                if (after)
+                    fk_fails[fk_nfails].nth++, fk_fails[fk_nfails].from = 1;
+            }
+            if (!after || s < n)
+                fk_nfails++;
+        }
+        f += n + (f[n] == ',');
+    }
+}
+
 __attribute__((constructor)) static void fk_init(void)
 {
     const char *p = getenv("FAKECUDA_LOG"), *f = getenv("FAKECUDA_FAIL");
+    const char *m = getenv("FAKECUDA_MEM");
     fk_fast = getenv("FAKECUDA_FAST") && !p;
+    fk_mem = m && !strcmp(m, "1");
     if (p && *p)
         fk_log_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (f)
-        snprintf(fk_fail_list, sizeof fk_fail_list, ",%s,", f);
-    const char *a = getenv("FAKECUDA_FAIL_AFTER");
-    while (a && *a && fk_nafter < 8) {
-        const char *colon = strchr(a, ':'), *end = strchr(a, ',');
-        if (!colon || (end && end < colon) || (size_t)(colon - a) >= sizeof fk_after[0].sym)
-            break;
-        memcpy(fk_after[fk_nafter].sym, a, (size_t)(colon - a));
-        fk_after[fk_nafter].sym[colon - a] = '\0';
-        fk_after[fk_nafter].after = strtol(colon + 1, NULL, 10);
-        fk_nafter++;
-        a = end ? end + 1 : NULL;
-    }
+    fk_parse_fails(f, 0);
+    fk_parse_fails(getenv("FAKECUDA_FAIL_AFTER"), 1);
 }
 
 /* ---- log and failure injection ------------------------------------------------------ */
@@ -119,18 +148,19 @@ void fk_log(int from_tcfuse, const char *abi, CUresult rc, const char *fmt, ...)
     }
 }
 
-/* CUDA_ERROR_UNKNOWN when FAKECUDA_FAIL names this ABI symbol. */
+/* CUDA_ERROR_UNKNOWN when FAKECUDA_FAIL names this ABI symbol (and this call of it). */
 CUresult fk_injected(const char *abi)
 {
-    char key[160];
-    for (int i = 0; i < fk_nafter; i++)
-        if (!strcmp(fk_after[i].sym, abi) &&
-            __atomic_add_fetch(&fk_after[i].calls, 1, __ATOMIC_RELAXED) > fk_after[i].after)
+    for (int i = 0; i < fk_nfails; i++) {
+        if (strcmp(fk_fails[i].sym, abi))
+            continue;
+        if (!fk_fails[i].nth)
             return CUDA_ERROR_UNKNOWN;
-    if (!fk_fail_list[0])
-        return CUDA_SUCCESS;
-    snprintf(key, sizeof key, ",%s,", abi);
-    return strstr(fk_fail_list, key) ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
+        unsigned long c = __atomic_add_fetch(&fk_fails[i].calls, 1, __ATOMIC_RELAXED);
+        if (c == fk_fails[i].nth || (fk_fails[i].from && c > fk_fails[i].nth))
+            return CUDA_ERROR_UNKNOWN;
+    }
+    return CUDA_SUCCESS;
 }
 
 /* Whether a return address lies in libtcfuse.so (see "self queries" at the top). */

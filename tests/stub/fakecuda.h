@@ -50,6 +50,8 @@ CUresult fk_need_ctx(CUresult rc);
 /* Whether a return address lies in libtcfuse.so. Use FK_SELF() in an exported call. */
 int fk_from_tcfuse(const void *ra);
 extern int fk_fast;
+/* FAKECUDA_MEM=1: device memory holds bytes (fakecuda_mem.c). */
+extern int fk_mem;
 #define FK_SELF() (fk_fast ? 0 : fk_from_tcfuse(__builtin_return_address(0)))
 /* Lower-case hex of n bytes into out (truncated to cap). */
 void fk_hex(char *out, size_t cap, const void *p, size_t n);

@@ -131,9 +131,42 @@ CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, v
     return rc;
 }
 
+/* "elf:<bytes>:<FNV-1a 64>" for an ELF image, its size the end of its last header table or
+ * section; "?" for anything else (see fakecuda.c). */
+static void fk_image_id(const void *image, char *out, size_t cap)
+{
+    const unsigned char *p = image;
+    uint64_t size = 0, h = 0xcbf29ce484222325ull;
+    snprintf(out, cap, "?");
+    if (!p || memcmp(p, "\x7f" "ELF", 4) || p[4] != 2 /* ELFCLASS64 */)
+        return;
+    uint64_t phoff, shoff;
+    uint16_t phentsize, phnum, shentsize, shnum;
+    memcpy(&phoff, p + 0x20, 8), memcpy(&shoff, p + 0x28, 8);
+    memcpy(&phentsize, p + 0x36, 2), memcpy(&phnum, p + 0x38, 2);
+    memcpy(&shentsize, p + 0x3a, 2), memcpy(&shnum, p + 0x3c, 2);
+    size = shoff + (uint64_t)shentsize * shnum;
+    if (phoff + (uint64_t)phentsize * phnum > size)
+        size = phoff + (uint64_t)phentsize * phnum;
+    for (uint16_t i = 0; i < shnum && size < (64u << 20); i++) {  /* sections past the table */
+        uint64_t off, sz;
+        uint32_t type;
+        const unsigned char *sh = p + shoff + (uint64_t)i * shentsize;
+        memcpy(&type, sh + 4, 4), memcpy(&off, sh + 0x18, 8), memcpy(&sz, sh + 0x20, 8);
+        if (type != 8 /* SHT_NOBITS */ && off + sz > size)
+            size = off + sz;
+    }
+    if (size < 64 || size > (64u << 20))
+        return;
+    for (uint64_t i = 0; i < size; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    snprintf(out, cap, "elf:%llu:%016llx", (unsigned long long)size, (unsigned long long)h);
+}
+
 CUresult cuModuleLoadData(CUmodule *mod, const void *image)
 {
     CUresult rc = fk_need_ctx(fk_injected("cuModuleLoadData"));
+    char id[64];
     uintptr_t h = 0;
     if (!rc && (!mod || !image))
         rc = CUDA_ERROR_INVALID_VALUE;
@@ -143,7 +176,8 @@ CUresult cuModuleLoadData(CUmodule *mod, const void *image)
         *mod = (CUmodule)h;
     }
     pthread_mutex_unlock(&fk_mu);
-    fk_log(0, "cuModuleLoadData", rc, "module=0x%lx", (unsigned long)h);
+    fk_image_id(rc ? NULL : image, id, sizeof id);
+    fk_log(0, "cuModuleLoadData", rc, "module=0x%lx image=%s", (unsigned long)h, id);
     return rc;
 }
 

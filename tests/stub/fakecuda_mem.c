@@ -4,16 +4,19 @@
  * one allocation for the whole run; live allocations are tracked so that a double or
  * foreign free fails as the real driver's would (CUDA_ERROR_INVALID_VALUE).
  * cuMemcpyDtoH* fills the host buffer with bytes derived from the source address
- * (byte i = low byte of (src >> 8) + i), so a program can print what it "read".
+ * (byte i = low byte of (src >> 8) + i), so a program can print what it "read". With
+ * FAKECUDA_MEM=1 each allocation is backed by host memory instead (zeroed): memsets and
+ * copies write it, copies read it, and cuMemcpyDtoH* returns what was stored.
  */
 #include "tests/stub/fakecuda.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FK_MAX_ALLOC 4096
 
-typedef struct { CUdeviceptr ptr; size_t size; } fk_alloc_t;
+typedef struct { CUdeviceptr ptr; size_t size; unsigned char *mem; } fk_alloc_t;
 
 static fk_alloc_t  fk_allocs[FK_MAX_ALLOC];
 static int         fk_nallocs;
@@ -44,6 +47,7 @@ static CUresult fk_alloc(CUdeviceptr *out, size_t size, int v1)
         *next += rounded;
         fk_allocs[fk_nallocs].ptr = *out;
         fk_allocs[fk_nallocs].size = size;
+        fk_allocs[fk_nallocs].mem = fk_mem ? calloc(1, size) : NULL;
         fk_nallocs++;
     }
     pthread_mutex_unlock(&fk_mu);
@@ -57,6 +61,7 @@ static CUresult fk_free(CUdeviceptr p)
     pthread_mutex_lock(&fk_mu);
     for (i = 0; i < fk_nallocs; i++) {
         if (fk_allocs[i].ptr == p) {
+            free(fk_allocs[i].mem);
             fk_allocs[i] = fk_allocs[--fk_nallocs];
             rc = CUDA_SUCCESS;
             break;
@@ -64,6 +69,22 @@ static CUresult fk_free(CUdeviceptr p)
     }
     pthread_mutex_unlock(&fk_mu);
     return rc;
+}
+
+/* FAKECUDA_MEM: the host bytes behind [p, p + n), or NULL when they are not all inside
+ * one backed allocation. */
+static unsigned char *fk_bytes(CUdeviceptr p, size_t n)
+{
+    unsigned char *m = NULL;
+    if (!fk_mem)
+        return NULL;
+    pthread_mutex_lock(&fk_mu);
+    for (int i = 0; i < fk_nallocs && !m; i++)
+        if (fk_allocs[i].mem && p >= fk_allocs[i].ptr &&
+            p + n <= fk_allocs[i].ptr + fk_allocs[i].size)
+            m = fk_allocs[i].mem + (p - fk_allocs[i].ptr);
+    pthread_mutex_unlock(&fk_mu);
+    return m;
 }
 
 /* ---- synchronous allocation -------------------------------------------------------- */
@@ -183,6 +204,9 @@ static CUresult fk_memset(const char *abi, CUdeviceptr dst, unsigned value, unsi
         rc = CUDA_ERROR_INVALID_HANDLE;
     if (!rc && (dst % elem || !fk_devptr_ok(dst, n * elem)))
         rc = CUDA_ERROR_INVALID_VALUE;
+    unsigned char *m = rc ? NULL : fk_bytes(dst, n * elem);
+    for (size_t i = 0; m && i < n; i++)
+        memcpy(m + i * elem, &value, elem);  /* little-endian: the low bytes */
     fk_log(0, abi, rc, "dst=0x%llx value=%u count=%zu stream=0x%lx", dst, value, n,
            (unsigned long)(uintptr_t)s);
     return rc;
@@ -223,6 +247,9 @@ static CUresult fk_dtod(const char *abi, CUdeviceptr dst, CUdeviceptr src, size_
         rc = CUDA_ERROR_INVALID_HANDLE;
     if (!rc && (!fk_devptr_ok(dst, n) || !fk_devptr_ok(src, n)))
         rc = CUDA_ERROR_INVALID_VALUE;
+    unsigned char *md = rc ? NULL : fk_bytes(dst, n), *ms = md ? fk_bytes(src, n) : NULL;
+    if (md && ms)
+        memmove(md, ms, n);
     fk_log(0, abi, rc, "dst=0x%llx src=0x%llx size=%zu stream=0x%lx", dst, src, n,
            (unsigned long)(uintptr_t)s);
     return rc;
@@ -252,6 +279,9 @@ static CUresult fk_htod(const char *abi, CUdeviceptr dst, const void *src, size_
         rc = CUDA_ERROR_INVALID_VALUE;
     if (!rc)
         fk_hex(hex, sizeof hex, src, n < 64 ? n : 64);
+    unsigned char *m = rc ? NULL : fk_bytes(dst, n);
+    if (m)
+        memcpy(m, src, n);
     fk_log(0, abi, rc, "dst=0x%llx size=%zu stream=0x%lx data=%s", dst, n,
            (unsigned long)(uintptr_t)s, hex);
     return rc;
@@ -273,7 +303,10 @@ static CUresult fk_dtoh(const char *abi, void *dst, CUdeviceptr src, size_t n, C
         rc = CUDA_ERROR_INVALID_HANDLE;
     if (!rc && (!dst || !fk_devptr_ok(src, n)))
         rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc)
+    unsigned char *m = rc ? NULL : fk_bytes(src, n);
+    if (m)
+        memcpy(dst, m, n);
+    else if (!rc)
         for (i = 0; i < n; i++)
             ((unsigned char *)dst)[i] = (unsigned char)((src >> 8) + i);
     fk_log(0, abi, rc, "src=0x%llx size=%zu stream=0x%lx", src, n,

@@ -1,0 +1,164 @@
+/* fusechain [ITERS [EXIT [US]]]: a chain fuse mode can fuse, against the stand-in driver.
+ *
+ * Three of PyTorch 2.11's float kernels, by their real mangled names and parameter layouts
+ * (from tests/fixtures/gelu-window.jsonl, given to the stub after '@'), launched the way
+ * PyTorch launches them on the legacy default stream, ITERS times (default 4):
+ *
+ *   cuMemcpyHtoDAsync x; y = x * 0.5; z = y + x; w = tanh(z); cuStreamSynchronize
+ *
+ * over N = 4096 floats, then w is copied back and its bytes summed. Under
+ * TCFUSE_MODE=fuse with TCFUSE_COMPILE_WAIT=1 and NVRTC at hand, the first iteration runs
+ * as issued and is learned (its kernels compiled and checked), and in the later ones mul
+ * and add run as one generated kernel (tanh's functor bytes decode to no op tcfuse knows:
+ * it is issued as is, after the group). The stub computes nothing: run it with FAKECUDA_MEM=1 so
+ * that tcfuse's verification (which compares what the originals and the generated kernel
+ * stored, bitwise) passes; every result printed is then the same with tcfuse as without.
+ * It prints "add-data=<hex>": the bytes of the add launch's data parameter as the stub
+ * logs them, so a test can count the program's own add launches in the stub's log (each
+ * iteration's add runs as issued or inside a generated kernel, never both, never neither).
+ *
+ * EXIT says how the process ends, right after launching the chain once more without
+ * synchronizing (so a window holds it, in fuse mode once its kernel is known):
+ *   return   main returns (the default, after the synchronized iterations and the copy)
+ *   exit     exit(3)
+ *   _exit    _exit(4): no exit handlers run
+ *   handler  SIGUSR1 is raised; its handler calls exit(5) (exit handlers run inside a
+ *            signal handler, on the thread that was interrupted)
+ *   fork     the process forks (fuse mode's worker may be compiling just then); the child
+ *            launches the chain and synchronizes, then exits normally; the parent waits
+ *            for it, prints its exit status and ends as `return` does
+ *   alarm    the chain is launched again and again, a synchronize every third launch,
+ *            until SIGALRM (a timer of US microseconds, default 2000) lands wherever it
+ *            lands, often inside tcfuse's own code with its locks held, and its handler
+ *            calls exit(6); an exit handler registered before the first launch then makes
+ *            driver calls, as cudart's and PyTorch's do at exit
+ */
+#include "tests/stub/progs/common.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define N 4096
+#define VEC "_ZN2at6native29vectorized_elementwise_kernelILi4E"
+#define K_MUL VEC "NS0_13AUnaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_@0:4,4:8,16:16"
+#define K_ADD VEC "NS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_@0:4,4:4,8:24"
+#define K_TANH VEC "EZZZNS0_16tanh_kernel_cudaERNS_18TensorIteratorBaseEENKUlvE0_clEvENKUlvE0_clEvEUlfE_St5arrayIPcLm2EEEEviT0_T1_@0:4,4:1,8:16"
+
+static drv_t   d;
+static world_t w;
+
+/* PyTorch's grid for N elements of its vectorized loop: 1024 per block of 128 threads. */
+static CUresult go(CUkernel k, void **params)
+{
+    return d.launchKernel((CUfunction)k, (N + 1023) / 1024, 1, 1, 128, 1, 1, 0, NULL, params,
+                          NULL);
+}
+
+/* What a runtime's exit handler does: synchronize, free. */
+static CUdeviceptr teardown_buf;
+static void teardown(void)
+{
+    d.streamSynchronize(NULL);
+    d.memFree(teardown_buf);
+}
+
+static void exit_in_handler(int sig)
+{
+    exit(sig == SIGUSR1 ? 5 : 6);
+}
+
+int main(int argc, char **argv)
+{
+    const char *method = prog_lookup(&argc, &argv);
+    int iters = argc > 1 ? atoi(argv[1]) : 4;
+    const char *how = argc > 2 ? argv[2] : "return";
+    drv_open(&d, method);
+    world_init(&d, &w);
+    CUkernel kmul = NULL, kadd = NULL, ktanh = NULL;
+    said("cuLibraryGetKernel mul", d.libraryGetKernel(&kmul, w.lib, K_MUL));
+    said("cuLibraryGetKernel add", d.libraryGetKernel(&kadd, w.lib, K_ADD));
+    said("cuLibraryGetKernel tanh", d.libraryGetKernel(&ktanh, w.lib, K_TANH));
+    CUdeviceptr x = 0, y = 0, z = 0, o = 0;
+    said("cuMemAlloc x", d.memAlloc(&x, N * 4));
+    said("cuMemAlloc y", d.memAlloc(&y, N * 4));
+    said("cuMemAlloc z", d.memAlloc(&z, N * 4));
+    said("cuMemAlloc w", d.memAlloc(&o, N * 4));
+    if (!strcmp(how, "alarm")) {
+        said("cuMemAlloc teardown", d.memAlloc(&teardown_buf, 256));
+        atexit(teardown);
+    }
+
+    int n = N;
+    /* The functors' bytes as PyTorch passed them (the fixture's launches). */
+    const unsigned char mul_f[8] = { 0x01, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x3f }; /* 0.5 */
+    const float alpha = 1.0f;
+    const unsigned char tanh_f = 0x30;
+    CUdeviceptr mul_d[2] = { y, x }, add_d[3] = { z, y, x }, tanh_d[2] = { o, z };
+    void *mul_p[] = { &n, (void *)mul_f, mul_d };
+    void *add_p[] = { &n, (void *)&alpha, add_d };
+    void *tanh_p[] = { &n, (void *)&tanh_f, tanh_d };
+    char hex[64] = "";
+    for (size_t i = 0; i < sizeof add_d; i++)
+        snprintf(hex + 2 * i, sizeof hex - 2 * i, "%02x", ((unsigned char *)add_d)[i]);
+    printf("add-data=%s\n", hex);
+
+    static float host[N];
+    for (int it = 0; it < iters; it++) {
+        for (int i = 0; i < N; i++)
+            host[i] = (float)(i % 97) * 0.25f - 3.0f + (float)it;
+        said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(x, host, sizeof host, NULL));
+        said("mul", go(kmul, mul_p));
+        said("add", go(kadd, add_p));
+        said("tanh", go(ktanh, tanh_p));
+        said("cuStreamSynchronize", d.streamSynchronize(NULL));
+    }
+    if (strcmp(how, "return")) {
+        said("mul", go(kmul, mul_p));
+        said("add", go(kadd, add_p));
+        fflush(stdout);
+    }
+    if (!strcmp(how, "exit")) {
+        exit(3);
+    } else if (!strcmp(how, "_exit")) {
+        _exit(4);
+    } else if (!strcmp(how, "handler")) {
+        signal(SIGUSR1, exit_in_handler);
+        raise(SIGUSR1);
+    } else if (!strcmp(how, "fork")) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            said("child mul", go(kmul, mul_p));
+            said("child add", go(kadd, add_p));
+            said("child cuStreamSynchronize", d.streamSynchronize(NULL));
+            exit(0);
+        }
+        int st = -1;
+        waitpid(pid, &st, 0);
+        printf("child: %s %d\n", WIFEXITED(st) ? "exit" : "signal",
+               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    } else if (!strcmp(how, "alarm")) {
+        long us = argc > 3 ? atol(argv[3]) : 2000;
+        struct itimerval t = { .it_value = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 } };
+        signal(SIGALRM, exit_in_handler);
+        setitimer(ITIMER_REAL, &t, NULL);
+        for (unsigned i = 0;; i++) {  /* nothing printed: where it stops is up to the timer */
+            go(kmul, mul_p);
+            go(kadd, add_p);
+            go(ktanh, tanh_p);
+            if (i % 3 == 2)
+                d.streamSynchronize(NULL);
+        }
+    }
+    unsigned long long sum = 0;
+    said("cuMemcpyDtoHAsync w", d.memcpyDtoHAsync(host, o, sizeof host, NULL));
+    said("cuStreamSynchronize", d.streamSynchronize(NULL));
+    for (size_t i = 0; i < sizeof host; i++)
+        sum += ((unsigned char *)host)[i];
+    printf("w bytes sum=%llu\n", sum);
+    printf("done\n");
+    return 0;
+}
