@@ -120,17 +120,19 @@ suite_concurrency() {
 # ---- forks --------------------------------------------------------------------------
 
 # fork_compare NAME: logs/NAME.plain.log and logs/NAME.{observe,fuse}.log end alike: the
-# same status and sorted output (tcfuse's lines and run_cmd's dropped).
+# same status and sorted output (tcfuse's lines and run_cmd's dropped, and pids: Python's
+# warning about fork in a threaded process names the process).
+fork_lines() { grep -v -e '^#' -e '^tcfuse:' "$1" | sed 's/(pid=[0-9]*)/(pid=N)/' | sort; }
 fork_compare() {
     local name=$1 m rc0 rc
-    grep -v -e '^#' -e '^tcfuse:' "$LOGS/$name.plain.log" | sort >"$WORK/res/$name.plain.txt"
+    fork_lines "$LOGS/$name.plain.log" >"$WORK/res/$name.plain.txt"
     rc0=$(sed -n 's/^# rc=\([0-9]*\).*/\1/p' "$LOGS/$name.plain.log")
     if [[ $rc0 != 0 || ! -s $WORK/res/$name.plain.txt ]]; then
         FORK_BAD+="$name: the plain run failed (rc $rc0: $(last_line "$LOGS/$name.plain.log")); "
         return
     fi
     for m in observe fuse; do
-        grep -v -e '^#' -e '^tcfuse:' "$LOGS/$name.$m.log" | sort >"$WORK/res/$name.$m.txt"
+        fork_lines "$LOGS/$name.$m.log" >"$WORK/res/$name.$m.txt"
         rc=$(sed -n 's/^# rc=\([0-9]*\).*/\1/p' "$LOGS/$name.$m.log")
         if [[ $rc != "$rc0" ]]; then FORK_BAD+="$name $m: rc $rc, plain $rc0; "
         elif ! cmp -s "$WORK/res/$name.plain.txt" "$WORK/res/$name.$m.txt"; then FORK_BAD+="$name $m: output differs; "
