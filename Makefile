@@ -3,7 +3,8 @@
 #
 # Layout of the link:
 #   build/libtcfuse.so  interpose/ + every layer below it (docs/ARCHITECTURE.md, Layers):
-#                       exec/ capture/ recognize/ fuser/ codegen/ cache/ trace/ config/ base/
+#                       replay/ exec/ capture/ recognize/ fuser/ codegen/ cache/ trace/
+#                       config/ base/
 #   build/libtcfuse.a   all of those but interpose/       (for tests and tools)
 #   build/tcfuse        tools/ + libtcfuse.a              (the command)
 # Nothing links against CUDA: cuda.h supplies types only, libraries are found at run time.
@@ -20,7 +21,7 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) $(CFLAGS) 
 LDLIBS    := -Wl,--as-needed -ldl -lpthread
 
 PURE_SRC  := $(wildcard base/*.c config/*.c trace/*.c recognize/*.c capture/*.c exec/*.c \
-                       fuser/*.c codegen/*.c cache/*.c)
+                       replay/*.c fuser/*.c codegen/*.c cache/*.c)
 HOOK_SRC  := $(wildcard interpose/*.c)
 HOOK_ASM  := $(wildcard interpose/*.S)
 TOOL_SRC  := $(wildcard tools/*.c)

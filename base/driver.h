@@ -42,6 +42,32 @@ typedef struct {
     /* Where a kernel's code came from (recognize/images.c). */
     CUresult (*kernel_get_library)(CUlibrary *, CUkernel);
     CUresult (*func_get_module)(CUmodule *, CUfunction);
+    /* replay/: issuing held work of every form, and windows replayed as CUDA graphs. */
+    CUresult (*launch_kernel_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
+    CUresult (*graph_create)(CUgraph *, unsigned);
+    CUresult (*graph_add_kernel_node)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                      const CUDA_KERNEL_NODE_PARAMS *);
+    CUresult (*graph_kernel_node_set_attribute)(CUgraphNode, CUkernelNodeAttrID,
+                                                const CUkernelNodeAttrValue *);
+    CUresult (*graph_instantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*graph_exec_kernel_node_set_params)(CUgraphExec, CUgraphNode,
+                                                  const CUDA_KERNEL_NODE_PARAMS *);
+    CUresult (*graph_exec_update)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
+    CUresult (*graph_add_memset_node)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                      const CUDA_MEMSET_NODE_PARAMS *, CUcontext);
+    CUresult (*graph_add_memcpy_node)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                      const CUDA_MEMCPY3D *, CUcontext);
+    CUresult (*graph_exec_memset_node_set_params)(CUgraphExec, CUgraphNode,
+                                                  const CUDA_MEMSET_NODE_PARAMS *, CUcontext);
+    CUresult (*graph_exec_memcpy_node_set_params)(CUgraphExec, CUgraphNode,
+                                                  const CUDA_MEMCPY3D *, CUcontext);
+    CUresult (*graph_launch)(CUgraphExec, CUstream);
+    CUresult (*graph_exec_destroy)(CUgraphExec);
+    CUresult (*graph_destroy)(CUgraph);
+    CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*memset_d16_async)(CUdeviceptr, unsigned short, size_t, CUstream);
+    CUresult (*memset_d32_async)(CUdeviceptr, unsigned int, size_t, CUstream);
+    CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 } tcf_driver_t;
 
 /* The table every layer reads. Zero (every member NULL) until tcf_driver_set. */

@@ -31,6 +31,15 @@ typedef struct {
     void (*stop)(void);
     /* At exit with TCFUSE_STATS, after capture's own summary: the mode's lines. */
     void (*stats)(void);
+    /* flush is called for every window that closes with events, not only for those with
+     * work the mode kept (replay learns the key of every window). */
+    int flush_all;
+    /* Windows close at structural points only (boundaries, the launch cap, the mode's own
+     * cuts), never after an idle gap: the same work must be cut the same way whatever the
+     * host's timing. */
+    int no_idle;
+    /* The launch cap of a window; 0: TCFUSE_WINDOW_MAX. */
+    uint32_t window_max;
 } tcf_capture_up_t;
 
 /* Called once, by the first hooked call, after tcf_config_load and tcf_driver_set. up may
@@ -45,12 +54,15 @@ typedef enum {
 
 /* A kernel launch, already issued with result rc. `ptds` is set when it came through a
  * _ptsz entry point (stream 0 then means the per-thread default stream). Exactly one of
- * params/extra is used, as the driver would. */
+ * params/extra is used, as the driver would. attrs: cuLaunchKernelEx's (kept with the
+ * launch: they are part of what a replay must launch), or NULL. w: the launch's window
+ * when the caller already found it (tcf_window_for), else NULL. */
 void tcf_capture_launch(tcf_via_t via, CUfunction f,
                         unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz,
                         unsigned smem, CUstream stream, int ptds,
-                        void **params, void **extra, CUresult rc);
+                        void **params, void **extra, const CUlaunchAttribute *attrs,
+                        unsigned nattrs, CUresult rc, struct tcf_window *w);
 
 /* Memory: `call` is the driver entry point's name (a static string). stream is NULL and
  * has_stream 0 for the synchronous forms. */

@@ -30,14 +30,15 @@ static int tcf_key_reserve(tcf_key_scratch_t *s, size_t need)
         s->nums = m;
         s->cap = cap;
     }
-    memset(s->vals, 0, s->cap * sizeof *s->vals);
+    s->used = cap;
+    memset(s->vals, 0, cap * sizeof *s->vals);
     return 0;
 }
 
 /* The buffer number of value v: existing, or the next one. fresh forces a new number. */
 static uint32_t tcf_key_number(tcf_key_scratch_t *s, uint64_t v, int fresh, uint32_t *next)
 {
-    uint32_t mask = s->cap - 1;
+    uint32_t mask = s->used - 1;
     uint32_t i = (uint32_t)(XXH3_64bits(&v, sizeof v) & mask);
     while (s->vals[i] && s->vals[i] != v)
         i = (i + 1) & mask;

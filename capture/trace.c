@@ -182,6 +182,8 @@ void tcf_trace_window(const tcf_window_t *w, uint64_t key, const char *reason,
                (unsigned long long)w->ctx, (unsigned long long)w->stream, w->nlaunch, w->nops,
                (unsigned long long)key);
         tcf_tw_string(reason);
+        if (w->graph_nodes)  /* run as one CUDA graph of that many nodes */
+            tcf_tw(",\"replayed\":%u,\"patched\":%u", w->graph_nodes, w->graph_patched);
         if (bt && nbt > 0) {
             tcf_tw(",\"bt\":[");
             for (int i = 0; i < nbt; i++) {

@@ -28,8 +28,8 @@ void tcf_capture_init(const tcf_capture_up_t *up)
         return;
     if (up)
         tcf_up = *up;
-    tcf_idle_ns = (uint64_t)tcf_cfg.idle_us * 1000u;
-    tcf_window_max = (uint32_t)tcf_cfg.window_max;
+    tcf_idle_ns = tcf_up.no_idle ? 0 : (uint64_t)tcf_cfg.idle_us * 1000u;
+    tcf_window_max = tcf_up.window_max ? tcf_up.window_max : (uint32_t)tcf_cfg.window_max;
     atomic_store(&tcf_ctr.dev_lo, UINT64_MAX);
     tcf_kernels_init();
     tcf_stats_init();
@@ -98,6 +98,11 @@ tcf_window_t *tcf_window_for(CUstream stream, int ptds)
 }
 
 /* --- closing ------------------------------------------------------------------------ */
+uint32_t tcf_window_cap(void)
+{
+    return tcf_window_max ? tcf_window_max : (uint32_t)tcf_cfg.window_max;
+}
+
 unsigned tcf_window_count(void)
 {
     return atomic_load(&tcf_nwall);
@@ -112,10 +117,10 @@ void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160
 {
     if (!w->nev)
         return;
-    if ((w->nheld || w->ndec) && tcf_up.flush)  /* held work goes out before anything can
-                                                 * observe it; a chain that ran as issued
-                                                 * is planned, to learn its kernels */
-        tcf_up.flush(w, reason);
+    if ((w->nheld || w->ndec || tcf_up.flush_all) && tcf_up.flush)
+        tcf_up.flush(w, reason);  /* held work goes out before anything can observe it; a
+                                   * chain that ran as issued is planned, to learn its
+                                   * kernels; replay learns every window's key */
     tcf_key_item_t stack_items[64];
     tcf_key_item_t *items = w->nev <= 64 ? stack_items : malloc(w->nev * sizeof *items);
     uint64_t key = 0;
@@ -159,6 +164,7 @@ void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160
     if (tcf_trace_on())
         tcf_trace_window(w, key, reason, bt, nbt);
     w->nev = w->nlaunch = w->nops = 0;
+    w->graph_nodes = w->graph_patched = 0;
     w->arena_len = 0;
     w->id = 0;
     w->exec_from = 0;
@@ -291,9 +297,46 @@ static size_t tcf_extra_size(void **extra)
     return 0;
 }
 
+uint32_t tcf_launch_param_bytes(const tcf_launch_t *l)
+{
+    size_t need = l->params && l->k->param_known ? l->k->param_bytes : tcf_extra_size(l->extra);
+    return need > 32768 ? 0 : (uint32_t)need;  /* the driver caps parameters at 32 KiB */
+}
+
+tcf_event_t *tcf_window_add_launch(tcf_window_t *w, const tcf_launch_t *l, int held,
+                                   CUresult rc, uint64_t now)
+{
+    uint32_t need = tcf_launch_param_bytes(l);
+    uint32_t nattr = l->attrs && l->nattrs < TCF_ATTRS_MAX ? l->nattrs
+                     : l->attrs ? TCF_ATTRS_MAX : 0;
+    uint32_t bytes = ((need + 7u) & ~7u) + nattr * (uint32_t)sizeof(CUlaunchAttribute);
+    tcf_event_t *e = tcf_window_append(w, now, bytes);
+    if (!e) {
+        atomic_fetch_add(&tcf_ctr.oom, 1);
+        return NULL;
+    }
+    tcf_event_launch(e, l->via, held, rc, l->stream, l->k, l->grid[0], l->grid[1], l->grid[2],
+                     l->block[0], l->block[1], l->block[2], l->smem, w->arena_len);
+    e->u.l.pbytes = need ? tcf_copy_params(w, l->k, l->params, l->extra, w->arena_len) : 0;
+    /* Unknown: the layout was not available for an argument array, or an extra buffer
+     * could not be read. A kernel with no parameters copies nothing. */
+    if (!e->u.l.pbytes && ((l->params && !l->k->param_known) || (!l->params && l->extra)))
+        atomic_fetch_add_explicit(&tcf_ctr.params_unknown, 1, memory_order_relaxed);
+    w->arena_len += (e->u.l.pbytes + 7u) & ~7u;
+    if (nattr) {
+        memcpy(w->arena + w->arena_len, l->attrs, nattr * sizeof(CUlaunchAttribute));
+        w->arena_len += nattr * (uint32_t)sizeof(CUlaunchAttribute);
+        e->u.l.nattr = nattr;
+    }
+    w->nlaunch++;
+    return e;
+}
+
 void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
-                        int ptds, void **params, void **extra, CUresult rc)
+                        int ptds, void **params, void **extra,
+                        const CUlaunchAttribute *attrs, unsigned nattrs, CUresult rc,
+                        tcf_window_t *w)
 {
     if (!atomic_load_explicit(&tcf_started, memory_order_relaxed))
         return;
@@ -302,31 +345,17 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
         atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
     tcf_kernel_t *k = tcf_kernel_get(f);
     atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
-    tcf_window_t *w = tcf_window_for(stream, ptds);
+    if (!w)
+        w = tcf_window_for(stream, ptds);
     if (!w)
         return;
     uint64_t now = tcf_now_ns();
-    size_t need = params && k->param_known ? k->param_bytes : tcf_extra_size(extra);
-    if (need > 32768)
-        need = 0;  /* the driver caps parameters at 32 KiB: a corrupt size */
-    uint32_t bytes = ((uint32_t)need + 7u) & ~7u;
-
+    const tcf_launch_t l = { .via = via, .stream = stream, .k = k, .grid = { gx, gy, gz },
+                             .block = { bx, by, bz }, .smem = smem, .params = params,
+                             .extra = extra, .attrs = attrs, .nattrs = attrs ? nattrs : 0 };
     pthread_mutex_lock(&w->lock);
-    tcf_event_t *e = tcf_window_append(w, now, bytes);
-    if (e) {
-        tcf_event_launch(e, via, 0, rc, stream, k, gx, gy, gz, bx, by, bz, smem, w->arena_len);
-        e->u.l.pbytes = need ? tcf_copy_params(w, k, params, extra, w->arena_len) : 0;
-        /* Unknown: the layout was not available for an argument array, or an extra
-         * buffer could not be read. A kernel with no parameters copies nothing. */
-        if (!e->u.l.pbytes && ((params && !k->param_known) || (!params && extra)))
-            atomic_fetch_add_explicit(&tcf_ctr.params_unknown, 1, memory_order_relaxed);
-        w->arena_len += (e->u.l.pbytes + 7u) & ~7u;
-        w->nlaunch++;
-        if (w->nlaunch >= tcf_window_max)
-            tcf_window_close_locked(w, "size-cap", NULL, 0);
-    } else {
-        atomic_fetch_add(&tcf_ctr.oom, 1);
-    }
+    if (tcf_window_add_launch(w, &l, 0, rc, now) && w->nlaunch >= tcf_window_max)
+        tcf_window_close_locked(w, "size-cap", NULL, 0);
     pthread_mutex_unlock(&w->lock);
 }
 

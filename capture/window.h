@@ -44,7 +44,9 @@ typedef struct {
     uint64_t t;
     uint64_t stream;
     union {
-        struct { tcf_kernel_t *k; uint32_t grid[3], block[3], smem, pbytes, poff; } l;
+        /* nattr launch attributes (cuLaunchKernelEx) follow the parameter bytes in the
+         * arena, at poff + pbytes rounded up to 8 (tcf_event_attrs). */
+        struct { tcf_kernel_t *k; uint32_t grid[3], block[3], smem, pbytes, poff, nattr; } l;
         struct { const char *call; uint64_t ptr, size; } m;
         struct { const char *call; uint64_t dst, src, value, count; uint32_t elem; } op;
     } u;
@@ -65,7 +67,37 @@ typedef struct tcf_window {
                                         * allocated when the mode acts) */
     uint32_t         nheld, exec_from; /* held events; first event not yet issued/planned */
     uint32_t         ndec;             /* decoded launches since exec_from, held or not */
+    /* replay (graph mode; replay/ owns these, capture never resets them) */
+    uint64_t         rseed, rh;        /* the key's seed at the window's first launch, and
+                                        * the key so far while holding */
+    uint64_t         repoch;           /* boundaries seen when the last window started */
+    uint32_t         rord;             /* windows cut on this stream since its last boundary */
+    uint8_t          rstate;           /* holding, passing, or deciding at the next launch */
+    uint8_t          rcut;             /* the next launch starts a new window */
+    uint8_t          rprev_graph;      /* the last window ran as a graph */
+    uint8_t          rheld;            /* this window held something */
+    void            *rprev;            /* the plan of the stream's last window (its time is
+                                        * measured up to this window's first work) */
+    uint64_t         rstart, rprev_start;  /* first work of this window, of the last one */
+    uint32_t         rexplore;         /* windows seen: every so often one runs as issued */
+    /* Set by the acting mode's flush when the window ran as one CUDA graph, so that the
+     * trace marks it; reset when the window closes. */
+    uint32_t         graph_nodes, graph_patched;
 } tcf_window_t;
+
+/* A launch as the application made it (a view: nothing is copied until it is appended). */
+typedef struct {
+    tcf_via_t           via;
+    CUstream            stream;
+    tcf_kernel_t       *k;
+    unsigned            grid[3], block[3], smem;
+    void              **params, **extra;
+    const CUlaunchAttribute *attrs;   /* cuLaunchKernelEx's, or NULL */
+    unsigned            nattrs;
+} tcf_launch_t;
+
+/* The most launch attributes a window keeps for one launch. */
+#define TCF_ATTRS_MAX 8
 
 /* The window of (current context, stream) on this thread's view: stream 0 is the legacy
  * default stream, or with ptds the thread's own. NULL when the table is full (counted). */
@@ -73,6 +105,25 @@ tcf_window_t *tcf_window_for(CUstream stream, int ptds);
 /* Makes room for one event and `bytes` of parameters (w locked); returns it, its time set
  * to now, or NULL when out of memory. An idle gap closes the previous window first. */
 tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes);
+/* Appends launch l to w (locked) with its parameter bytes copied (laid out by its kernel's
+ * layout, or the `extra` buffer as is) and its attributes (at most TCF_ATTRS_MAX; more
+ * are dropped: a caller that issues the launch later must refuse such launches first).
+ * Counts the launch in w->nlaunch, and in the stats when the parameters could not be
+ * copied (pbytes is then 0). Returns the event, or NULL when out of memory (counted).
+ * Never closes w: the caller checks the launch cap. */
+tcf_event_t *tcf_window_add_launch(tcf_window_t *w, const tcf_launch_t *l, int held,
+                                   CUresult rc, uint64_t now);
+/* The byte count tcf_window_add_launch copies for l (0: unknown, or none). */
+uint32_t tcf_launch_param_bytes(const tcf_launch_t *l);
+/* The attributes kept with a launch event. */
+static inline const CUlaunchAttribute *tcf_event_attrs(const tcf_window_t *w,
+                                                        const tcf_event_t *e)
+{
+    return (const CUlaunchAttribute *)(const void *)(w->arena + e->u.l.poff +
+                                                     ((e->u.l.pbytes + 7u) & ~7u));
+}
+/* The launch cap of windows (TCFUSE_WINDOW_MAX, or the acting mode's). */
+uint32_t tcf_window_cap(void);
 /* Fills every field of a launch event (events live in reused memory: a stale `held` would
  * issue a launch twice). */
 void tcf_event_launch(tcf_event_t *e, tcf_via_t via, int held, CUresult rc, CUstream stream,

@@ -17,6 +17,7 @@ typedef enum {
     TCF_MODE_OFF = 0,
     TCF_MODE_OBSERVE,
     TCF_MODE_FUSE,
+    TCF_MODE_GRAPH,
     TCF_MODE__COUNT
 } tcf_mode_t;
 

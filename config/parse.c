@@ -13,6 +13,7 @@ static const char *const tcf_mode_names[TCF_MODE__COUNT] = {
     [TCF_MODE_OFF] = "off",
     [TCF_MODE_OBSERVE] = "observe",
     [TCF_MODE_FUSE] = "fuse",
+    [TCF_MODE_GRAPH] = "graph",
 };
 
 /* ASCII-only on purpose: isspace/tolower follow the host process's locale (Turkish 'I'). */

@@ -3,6 +3,7 @@
  *   hold.c     the launch path: decode, hold or issue and keep, frees, ordering, stop
  *   starts.c   the set of kernels that start a group whose generated kernel is ready
  *   run.c      a window's flush: plan, then issue fused groups and the rest in order
+ *   vain.c     chains planned to learn that found nothing, not planned again
  *   table.c    generated kernels by source hash, the group memo, eviction
  *   worker.c   the background thread: NVRTC, disk cache, compile, load, queue
  *   verdict.c  verdicts on disk, each decoded kernel's own check
@@ -125,6 +126,21 @@ static inline int tcf_fuse_start_has(uint64_t sig)
     return 0;
 }
 
+/* --- chains planned in vain (vain.c) ------------------------------------------------ */
+/* The kernel table's epoch: moves whenever an entry is made, becomes ready or bad, or is
+ * evicted (table.c, worker.c), which may change what planning a chain finds. */
+extern atomic_ullong tcf_fk_epoch;
+static inline void tcf_fk_changed(void)
+{
+    atomic_fetch_add_explicit(&tcf_fk_epoch, 1, memory_order_release);
+}
+/* The exact key of the n events of w from `from` as the planner and the table see them,
+ * under the current epoch; never 0 (w locked). */
+uint64_t tcf_vain_key(const tcf_window_t *w, uint32_t from, uint32_t n);
+/* Whether a chain with this key was planned to learn and found no ready kernel. */
+int tcf_vain_has(uint64_t key);
+void tcf_vain_put(uint64_t key);
+
 /* --- the worker (worker.c) ----------------------------------------------------------- */
 /* Starts the worker, which opens NVRTC and the disk cache at once. 0, or -1 when no
  * thread could be made (then nothing is fused). */
@@ -175,7 +191,10 @@ typedef struct {
     atomic_ullong groups_nd;               /* of groups_fused, those over an N-d space */
     atomic_ullong groups_rows;             /* of groups_fused, those with a row reduction */
     atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from
-                                            * a known start; plans of windows not held */
+                                            * a known start; chains of two or more decoded
+                                            * launches planned though not held */
+    atomic_ullong learn_skipped;           /* such chains planned before in vain and not
+                                            * again (vain.c) */
     atomic_ullong no_nvrtc;                /* launches not decoded: no NVRTC was found */
     atomic_ulong  refused[TCF_DECODE_NSTATUS]; /* launches not decoded, by reason */
 } tcf_xcounters_t;

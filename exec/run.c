@@ -74,8 +74,6 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
         return;
     if (w->nheld)
         atomic_fetch_add(&tcf_xctr.flushes, 1);
-    else
-        atomic_fetch_add(&tcf_xctr.learned, 1);
     CUcontext cur = NULL;
     int switched = 0;
     if (w->nheld && tcf_drv.ctx_get_current && tcf_drv.ctx_get_current(&cur) == CUDA_SUCCESS &&
@@ -85,6 +83,17 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
     uint32_t from = w->exec_from, n = w->nev - from;
     if (n > TCF_FUSER_MAX_ITEMS || w->ndec < 2)
         n = 0;  /* nothing to plan: everything goes out as issued below */
+    uint64_t vain = 0;  /* a chain that ran as issued is planned only to learn: not when
+                         * the same chain learned nothing before (vain.c) */
+    if (n && !w->nheld) {
+        vain = tcf_vain_key(w, from, n);
+        if (tcf_vain_has(vain)) {
+            atomic_fetch_add_explicit(&tcf_xctr.learn_skipped, 1, memory_order_relaxed);
+            n = 0;
+        } else {
+            atomic_fetch_add_explicit(&tcf_xctr.learned, 1, memory_order_relaxed);
+        }
+    }
     tcf_exec_scratch_t *sc = n ? tcf_exec_scratch() : NULL;
     tcf_item_t *items = sc ? sc->items : NULL;
     uint16_t *ev_of = sc ? sc->ev_of : NULL;
@@ -120,17 +129,22 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
      * launches are all still held. Every group's kernel is asked for (a new one is queued)
      * and a ready one makes its first launch a start. */
     CUfunction fn[TCF_FUSER_MAX_GROUPS] = { 0 };
+    int ready = 0;
     for (uint16_t g = 0; planned && g < plan->ngroups; g++) {
         const tcf_fgroup_t *G = &plan->groups[g];
         int held = 1;
         for (uint8_t j = 0; j < G->nitems; j++)
             held &= w->ev[from + G->items[j]].held;
         fn[g] = tcf_fkern_get(G, w, ev_of, (CUcontext)(uintptr_t)w->ctx, !held);
-        if (fn[g])
+        if (fn[g]) {
             tcf_fuse_start_add(tcf_fuse_start_sig(w->ev[from + G->items[0]].u.l.k));
+            ready = 1;
+        }
         if (!held)
             fn[g] = NULL;
     }
+    if (vain && sc && !ready)
+        tcf_vain_put(vain);
 
     /* Frees inside a fused group's span wait for its kernel. */
     uint32_t pending[64], npending = 0;

@@ -67,11 +67,13 @@ void tcf_exec_stats_print(void)
             held + passed, all, all ? 100.0 * (double)(held + passed) / (double)all : 0.0, held,
             passed, tcf_cfg.hold_all ? " (TCFUSE_HOLD_ALL)" : "");
     tcf_out("  held          %llu windows from a known start; %llu launches, %llu frees; "
-            "%llu flushes; %llu chains planned as issued",
+            "%llu flushes; %llu chains planned as issued, %llu not planned again "
+            "(planned before in vain)",
             (unsigned long long)atomic_load(&tcf_xctr.holds), held,
             (unsigned long long)atomic_load(&tcf_xctr.held_frees),
             (unsigned long long)atomic_load(&tcf_xctr.flushes),
-            (unsigned long long)atomic_load(&tcf_xctr.learned));
+            (unsigned long long)atomic_load(&tcf_xctr.learned),
+            (unsigned long long)atomic_load(&tcf_xctr.learn_skipped));
     /* bench/run-all reads "fused N groups; M launches removed": keep that prefix */
     tcf_out("  fused         %llu groups; %llu launches removed, %llu stores dropped, "
             "%llu MiB of traffic avoided; %llu groups over N-d spaces, %llu with a row "

@@ -175,6 +175,7 @@ static void tcf_fk_evict(void)
     free(victim->src);
     free(victim);
     atomic_fetch_add(&tcf_fkc.evicted, 1);
+    tcf_fk_changed();
 }
 
 CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of,
@@ -227,11 +228,13 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     tcf_fk[h % TCF_FK_BUCKETS] = e;
     tcf_nfk++;
     tcf_gmemo_add(gh, &G->g, e);
+    tcf_fk_changed();
     pthread_mutex_unlock(&tcf_fk_lock);
 
     e->job = tcf_job_of(G, w, ev_of, ctx);
     if (!e->job) {
         atomic_store(&e->state, TCF_FK_BAD);
+        tcf_fk_changed();
         return NULL;
     }
     /* Seen before, by an earlier process: no compile, no verification, usable now. */
@@ -241,6 +244,7 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
         e->job = NULL;
         CUfunction fn = e->fn;  /* ready, e may be evicted by another thread at once */
         atomic_store_explicit(&e->state, TCF_FK_READY, memory_order_release);
+        tcf_fk_changed();
         return fn;
     }
     pthread_mutex_lock(&tcf_fk_lock);

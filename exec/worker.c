@@ -152,6 +152,7 @@ out:
     e->job = NULL;
     uint64_t start = e->start;  /* once not pending, e may be evicted by another thread */
     atomic_store_explicit(&e->state, state, memory_order_release);
+    tcf_fk_changed();  /* chains planned in vain are planned again (vain.c) */
     if (state == TCF_FK_READY)  /* the chain that asked is held from its next occurrence */
         tcf_fuse_start_add(start);
 }

@@ -10,6 +10,7 @@
 #include "capture/capture.h"
 #include "exec/exec.h"
 #include "interpose/interpose.h"
+#include "replay/replay.h"
 
 _Atomic int tcf_interpose_mode = TCF_MODE_OFF;
 
@@ -89,16 +90,43 @@ static void tcf_init_once(void)
         .pointer_get_attribute = tcf_real_dlsym(h, "cuPointerGetAttribute"),
         .kernel_get_library    = tcf_real_dlsym(h, "cuKernelGetLibrary"),
         .func_get_module       = tcf_real_dlsym(h, "cuFuncGetModule"),
+        /* The graph API by its ABI names: the _v2 forms take cuda.h's current structures. */
+        .launch_kernel_ex      = tcf_real_dlsym(h, "cuLaunchKernelEx"),
+        .graph_create          = tcf_real_dlsym(h, "cuGraphCreate"),
+        .graph_add_kernel_node = tcf_real_dlsym(h, "cuGraphAddKernelNode_v2"),
+        .graph_kernel_node_set_attribute = tcf_real_dlsym(h, "cuGraphKernelNodeSetAttribute"),
+        .graph_instantiate     = tcf_real_dlsym(h, "cuGraphInstantiateWithFlags"),
+        .graph_exec_kernel_node_set_params = tcf_real_dlsym(h, "cuGraphExecKernelNodeSetParams_v2"),
+        .graph_exec_update     = tcf_real_dlsym(h, "cuGraphExecUpdate_v2"),
+        .graph_add_memset_node = tcf_real_dlsym(h, "cuGraphAddMemsetNode"),
+        .graph_add_memcpy_node = tcf_real_dlsym(h, "cuGraphAddMemcpyNode"),
+        .graph_exec_memset_node_set_params = tcf_real_dlsym(h, "cuGraphExecMemsetNodeSetParams"),
+        .graph_exec_memcpy_node_set_params = tcf_real_dlsym(h, "cuGraphExecMemcpyNodeSetParams"),
+        .graph_launch          = tcf_real_dlsym(h, "cuGraphLaunch"),
+        .graph_exec_destroy    = tcf_real_dlsym(h, "cuGraphExecDestroy"),
+        .graph_destroy         = tcf_real_dlsym(h, "cuGraphDestroy"),
+        .memset_d8_async       = tcf_real_dlsym(h, "cuMemsetD8Async"),
+        .memset_d16_async      = tcf_real_dlsym(h, "cuMemsetD16Async"),
+        .memset_d32_async      = tcf_real_dlsym(h, "cuMemsetD32Async"),
+        .memcpy_dtod_async     = tcf_real_dlsym(h, "cuMemcpyDtoDAsync_v2"),
     };
     tcf_driver_set(&drv);
-    /* The one upward path, capture -> exec, is this table handed down now (capture.h). */
+    /* The one upward path, capture -> exec or replay, is a table handed down now. */
     static const tcf_capture_up_t fuse_up = {
         .flush = tcf_exec_flush, .stop = tcf_exec_stop, .stats = tcf_exec_stats_print,
     };
-    int fuse = tcf_cfg.mode == TCF_MODE_FUSE;
-    tcf_capture_init(fuse ? &fuse_up : NULL);
+    /* Graph mode learns every window and cuts them only where the program's own calls and
+     * the replay cap say, never after an idle gap. */
+    const tcf_capture_up_t graph_up = {
+        .flush = tcf_replay_flush, .stop = tcf_replay_stop, .stats = tcf_replay_stats_print,
+        .flush_all = 1, .no_idle = 1, .window_max = (uint32_t)tcf_cfg.replay_max,
+    };
+    int fuse = tcf_cfg.mode == TCF_MODE_FUSE, graph = tcf_cfg.mode == TCF_MODE_GRAPH;
+    tcf_capture_init(fuse ? &fuse_up : graph ? &graph_up : NULL);
     if (fuse)
         tcf_exec_init();
+    if (graph)
+        tcf_replay_init();
     atexit(tcf_at_exit);
     tcf_log(TCF_LOG_INFO, "%s mode, libcuda %s", tcf_mode_name(tcf_cfg.mode),
             tcf_libcuda ? "found" : "not loaded yet");

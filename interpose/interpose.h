@@ -15,7 +15,8 @@
 #include "config/config.h"
 
 typedef enum { TCF_CLASS_PROC, TCF_CLASS_LAUNCH, TCF_CLASS_ALLOC, TCF_CLASS_FREE,
-               TCF_CLASS_STREAMOP, TCF_CLASS_LOAD, TCF_CLASS_GATE, TCF_CLASS_PASS } tcf_class_t;
+               TCF_CLASS_STREAMOP, TCF_CLASS_LOAD, TCF_CLASS_CAPTURE, TCF_CLASS_GATE,
+               TCF_CLASS_PASS } tcf_class_t;
 
 /* Row ids of the wrapped entry points: TCF_ID_cuLaunchKernel, ... */
 enum {

@@ -1,9 +1,12 @@
 /* Launch wrappers. Observe mode: the launch goes to the driver at once, then capture
  * records it (with a copy of the parameter bytes) and the driver's result is returned
- * unchanged. This is the hot path: every kernel of the process passes here. */
+ * unchanged. Fuse mode offers legacy-stream cuLaunchKernel launches to exec/, graph mode
+ * every launch to replay/; what they do not take goes on as in observe mode. This is the
+ * hot path: every kernel of the process passes here. */
 #include "capture/capture.h"
 #include "exec/exec.h"
 #include "interpose/interpose.h"
+#include "replay/replay.h"
 
 static inline int tcf_on(void)
 {
@@ -13,6 +16,11 @@ static inline int tcf_on(void)
 static inline int tcf_fusing(void)
 {
     return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) == TCF_MODE_FUSE;
+}
+
+static inline int tcf_replaying(void)
+{
+    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) == TCF_MODE_GRAPH;
 }
 
 /* Fuse mode takes only legacy-stream cuLaunchKernel launches (holds them, or issues and
@@ -33,7 +41,13 @@ static inline int tcf_fusing(void)
         tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
-        if (!(ptds)) {                                                                   \
+        struct tcf_window *win = NULL;                                                   \
+        if (tcf_replaying()) {                                                           \
+            CUresult held_rc;                                                            \
+            if (tcf_replay_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem,       \
+                                  stream, ptds, params, extra, NULL, 0, &held_rc, &win)) \
+                return held_rc;                                                          \
+        } else if (!(ptds)) {                                                            \
             TCF_HOLD_cuLaunchKernel((f, gx, gy, gz, bx, by, bz, smem, stream, params,    \
                                      extra, &taken_rc))                                  \
         } else {                                                                         \
@@ -42,7 +56,7 @@ static inline int tcf_fusing(void)
         CUresult rc = real TCF_LAUNCH_ARGS;                                              \
         if (tcf_on())                                                                    \
             tcf_capture_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem, stream,  \
-                               ptds, params, extra, rc);                                 \
+                               ptds, params, extra, NULL, 0, rc, win);                   \
         return rc;                                                                       \
     }                                                                                    \
     TCF_EXPORT(abi)
@@ -53,13 +67,25 @@ static inline int tcf_fusing(void)
         tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
+        struct tcf_window *win = NULL;                                                   \
+        if (tcf_replaying() && config) {                                                 \
+            CUresult held_rc;                                                            \
+            if (tcf_replay_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX,                \
+                                  config->gridDimY, config->gridDimZ, config->blockDimX, \
+                                  config->blockDimY, config->blockDimZ,                  \
+                                  config->sharedMemBytes, config->hStream, ptds, params, \
+                                  extra, config->attrs, config->numAttrs, &held_rc,      \
+                                  &win))                                                 \
+                return held_rc;                                                          \
+        }                                                                                \
         TCF_HOLD_OTHER(config ? config->hStream : NULL)                                  \
         CUresult rc = real TCF_LAUNCHEX_ARGS;                                            \
         if (tcf_on() && config)                                                          \
             tcf_capture_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX, config->gridDimY, \
                                config->gridDimZ, config->blockDimX, config->blockDimY,   \
                                config->blockDimZ, config->sharedMemBytes,                \
-                               config->hStream, ptds, params, extra, rc);                \
+                               config->hStream, ptds, params, extra, config->attrs,      \
+                               config->numAttrs, rc, win);                               \
         return rc;                                                                       \
     }                                                                                    \
     TCF_EXPORT(abi)

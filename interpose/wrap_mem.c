@@ -3,6 +3,7 @@
 #include "capture/capture.h"
 #include "exec/exec.h"
 #include "interpose/interpose.h"
+#include "replay/replay.h"
 
 static inline int tcf_on(void)
 {
@@ -12,6 +13,11 @@ static inline int tcf_on(void)
 static inline int tcf_fusing(void)
 {
     return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) == TCF_MODE_FUSE;
+}
+
+static inline int tcf_replaying(void)
+{
+    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) == TCF_MODE_GRAPH;
 }
 
 #define TCF_REAL_OR_FAIL(abi)                                                            \
@@ -73,6 +79,8 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
                 return CUDA_SUCCESS;                                                     \
             if (ptds)                                                                    \
                 tcf_exec_order(stream);                                          \
+        } else if (tcf_replaying() && tcf_replay_free(dptr, stream, ptds)) {             \
+            return CUDA_SUCCESS;                                                         \
         }                                                                                \
         CUresult rc = real(dptr, stream);                                                \
         if (tcf_on())                                                                    \
@@ -85,6 +93,8 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
         TCF_REAL_OR_FAIL(abi);                                                           \
         if (tcf_fusing())                                                                \
             tcf_exec_order(stream);                                                  \
+        else if (tcf_replaying() && tcf_replay_memset(name, dst, v, elem, n, stream, ptds)) \
+            return CUDA_SUCCESS;                                                         \
         CUresult rc = real(dst, v, n, stream);                                           \
         if (tcf_on())                                                                    \
             tcf_capture_memset(name, dst, v, elem, n, stream, ptds, rc);                 \
@@ -96,6 +106,8 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
         TCF_REAL_OR_FAIL(abi);                                                           \
         if (tcf_fusing())                                                                \
             tcf_exec_order(stream);                                                  \
+        else if (tcf_replaying() && tcf_replay_memcpy(dst, src, n, stream, ptds))        \
+            return CUDA_SUCCESS;                                                         \
         CUresult rc = real(dst, src, n, stream);                                         \
         if (tcf_on())                                                                    \
             tcf_capture_memcpy("cuMemcpyDtoDAsync", dst, src, n, stream, ptds, rc);      \

@@ -149,8 +149,12 @@ static void on_window(chrome_t *c, const tcf_trace_window_t *w)
     span_t s = { w->t, w->t }; /* a window with no events: a point at its close */
     char name[256];
     if (slot) s = c->span[*slot];
-    snprintf(name, sizeof name, "window %" PRId64 " (%s)", w->id, w->reason);
-    begin(c, name, "window", "X", track(c, w->stream));
+    if (w->replayed)
+        snprintf(name, sizeof name, "window %" PRId64 " (%s; replayed as a graph, %" PRId64
+                 " of %" PRId64 " nodes patched)", w->id, w->reason, w->patched, w->replayed);
+    else
+        snprintf(name, sizeof name, "window %" PRId64 " (%s)", w->id, w->reason);
+    begin(c, name, w->replayed ? "replay" : "window", "X", track(c, w->stream));
     fprintf(c->f, ",\"ts\":");
     us(c->f, s.first);
     fprintf(c->f, ",\"dur\":");
@@ -158,6 +162,8 @@ static void on_window(chrome_t *c, const tcf_trace_window_t *w)
     fprintf(c->f, ",\"args\":{\"id\":%" PRId64 ",\"key\":\"0x%016" PRIx64 "\",\"launches\":%"
             PRId64 ",\"ops\":%" PRId64 ",\"reason\":", w->id, w->key, w->launches, w->ops);
     json_str(c->f, w->reason);
+    if (w->replayed)
+        fprintf(c->f, ",\"replayed\":%" PRId64 ",\"patched\":%" PRId64, w->replayed, w->patched);
     fprintf(c->f, ",\"closed_us\":");
     us(c->f, w->t);
     fprintf(c->f, "}}");

@@ -16,7 +16,7 @@
     X(tcfuse_trace) X(version) X(pid) X(mode) X(argv0) X(ev) X(id) X(name) X(handle) \
     X(kind) X(params) X(t) X(win) X(k) X(via) X(grid) X(block) X(smem) X(stream) X(rc) \
     X(call) X(ptr) X(size) X(value) X(elem) X(count) X(dst) X(src) X(ctx) X(launches) \
-    X(ops) X(key) X(reason) X(bt) X(windows) X(dropped)
+    X(ops) X(key) X(reason) X(bt) X(windows) X(dropped) X(replayed) X(patched)
 
 enum {
 #define TCF_TRACE_F(n) F_##n,
@@ -152,9 +152,11 @@ static int build(const tcf_json_val_t f[F__COUNT], tcf_json_arena_t *a, tcf_trac
     case TCF_TRACE_EV_WINDOW: {
         tcf_trace_window_t *w = &ev->u.window;
         w->reason = "";
+        w->replayed = w->patched = 0;
         return (!HAS(id) || INT(t, &w->t) || INT(id, &w->id) || HEX(ctx, &w->ctx) ||
                 HEX(stream, &w->stream) || INT(launches, &w->launches) || INT(ops, &w->ops) ||
-                HEX(key, &w->key) || STR(reason, &w->reason) ||
+                HEX(key, &w->key) || STR(reason, &w->reason) || INT(replayed, &w->replayed) ||
+                INT(patched, &w->patched) ||
                 tcf_trace_json_strs(&f[F_bt], a, &w->bt, &w->nbt) < 0) ? -1 : 0;
     }
     case TCF_TRACE_EV_END: {

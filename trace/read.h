@@ -91,6 +91,8 @@ typedef struct {
     const char         *reason;
     const char *const  *bt;  /* nbt frames, "module+0xoff symbol"; NULL when absent */
     size_t              nbt;
+    int64_t             replayed, patched;  /* graph mode: run as one graph of that many
+                                             * nodes, that many patched; 0 otherwise */
 } tcf_trace_window_t;
 
 typedef struct {

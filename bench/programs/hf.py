@@ -4,11 +4,12 @@ training step with AdamW (foreach). Each prints the per-iteration times and a ch
 every output byte, so that a run under tcfuse is compared with eager bitwise.
 
     hf.py MODEL [--batch B] [--seq S] [--layers L] [--iters N] [--warmup W] [--compile]
-          [--census] [--deterministic] [--attn sdpa|eager]
+          [--compile-mode MODE] [--census] [--deterministic] [--attn sdpa|eager]
 
 MODEL: gpt2 (default 1 x 32), llama (bf16, hidden 2048, 8 layers, intermediate 5632,
 16 heads; default 4 x 2048, GPU-bound), bert (8 x 128), llama-train (hidden 1024, 8 layers,
-8 x 1024). --compile wraps the model (or the step) in torch.compile. --census prints, per
+8 x 1024). --compile wraps the model (or the step) in torch.compile (--compile-mode MODE:
+with that mode, e.g. reduce-overhead). --census prints, per
 kernel family (families.py), launches and GPU time of one iteration from torch.profiler.
 
 Output lines: "iter_ms <t1> <t2> ...", "median_ms <m>", "first_ms <t>", "checksum <sha256>".
@@ -67,6 +68,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--layers", type=int, help="override the config's layer count")
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--compile-mode", help="torch.compile's mode (e.g. reduce-overhead); implies --compile")
     ap.add_argument("--census", action="store_true")
     ap.add_argument("--attn", choices=["sdpa", "eager"],
                     help="llama-train's attention (eager: plain matmuls and softmax, whose "
@@ -106,7 +108,9 @@ def main():
             with torch.no_grad():
                 out = model(input_ids=ids)
             return out.logits if hasattr(out, "logits") else out.last_hidden_state
-    fn = torch.compile(step) if a.compile else step
+    if a.compile_mode:
+        a.compile = True
+    fn = torch.compile(step, mode=a.compile_mode) if a.compile else step
 
     h = hashlib.sha256()
     times = []
@@ -127,7 +131,8 @@ def main():
             digest_update(h, torch, p)
     meas = times[a.warmup:]
     print("model %s batch %d seq %d dtype %s%s" % (a.model, batch, seq, str(dtype)[6:],
-                                                   " compiled" if a.compile else ""))
+                                                   (" compiled " + (a.compile_mode or "default"))
+                                                   if a.compile else ""))
     print("first_ms %.3f" % times[0])
     print("iter_ms " + " ".join("%.3f" % t for t in meas))
     print("median_ms %.3f" % statistics.median(meas))

@@ -27,6 +27,7 @@
  *    "libtcfuse": tests drop those lines, or only the prefix, before comparing logs.
  *  - FAKECUDA_FAIL=sym[,sym...]: those ABI symbols return CUDA_ERROR_UNKNOWN (999) without
  *    writing any output argument (the call is still logged, with rc=999).
+ *    FAKECUDA_FAIL_AFTER=sym:N[,sym:N...]: the same from the (N+1)-th call of sym on.
  *  - Handles are made-up, deterministic values (the n-th stream created is always the same
  *    value), so that logs compare across runs; create them from one thread.
  *    Device memory comes from a bump allocator at 0x7f0000000000 (256-byte aligned);
@@ -40,7 +41,8 @@
  *    CUDA_ERROR_INVALID_CONTEXT.
  * Files: fakecuda.c (log, failure injection, device, context, streams, events),
  * fakecuda_mem.c (allocations, memsets, copies), fakecuda_kernel.c (libraries, modules,
- * kernels, launches), fakecuda_proc.c (the cuGetProcAddress table), fakecuda.h (shared).
+ * kernels, launches), fakecuda_graph.c (graphs, stream capture), fakecuda_proc.c (the
+ * cuGetProcAddress table), fakecuda.h (shared).
  * The library is linked -Bsymbolic: its own references (the pointers cuGetProcAddress
  * hands out) must bind to its own definitions, not to libtcfuse.so's exports of the same
  * names, exactly like the real driver's.
@@ -64,6 +66,9 @@ static int fk_nstreams, fk_nevents;
 static unsigned char fk_stream_dead[FK_MAX_OBJ + 1], fk_event_dead[FK_MAX_OBJ + 1];
 static int  fk_log_fd = -1;
 static char fk_fail_list[1024];
+/* FAKECUDA_FAIL_AFTER=sym:N[,sym:N...]: sym fails from its (N+1)-th call on. */
+static struct { char sym[96]; long after, calls; } fk_after[8];
+static int fk_nafter;
 /* FAKECUDA_FAST=1: launches skip validation and formatting, so that bench/hook_cost
  * measures tcfuse's cost rather than the stand-in's. */
 int fk_fast;
@@ -76,6 +81,17 @@ __attribute__((constructor)) static void fk_init(void)
         fk_log_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (f)
         snprintf(fk_fail_list, sizeof fk_fail_list, ",%s,", f);
+    const char *a = getenv("FAKECUDA_FAIL_AFTER");
+    while (a && *a && fk_nafter < 8) {
+        const char *colon = strchr(a, ':'), *end = strchr(a, ',');
+        if (!colon || (end && end < colon) || (size_t)(colon - a) >= sizeof fk_after[0].sym)
+            break;
+        memcpy(fk_after[fk_nafter].sym, a, (size_t)(colon - a));
+        fk_after[fk_nafter].sym[colon - a] = '\0';
+        fk_after[fk_nafter].after = strtol(colon + 1, NULL, 10);
+        fk_nafter++;
+        a = end ? end + 1 : NULL;
+    }
 }
 
 /* ---- log and failure injection ------------------------------------------------------ */
@@ -107,6 +123,10 @@ void fk_log(int from_tcfuse, const char *abi, CUresult rc, const char *fmt, ...)
 CUresult fk_injected(const char *abi)
 {
     char key[160];
+    for (int i = 0; i < fk_nafter; i++)
+        if (!strcmp(fk_after[i].sym, abi) &&
+            __atomic_add_fetch(&fk_after[i].calls, 1, __ATOMIC_RELAXED) > fk_after[i].after)
+            return CUDA_ERROR_UNKNOWN;
     if (!fk_fail_list[0])
         return CUDA_SUCCESS;
     snprintf(key, sizeof key, ",%s,", abi);
@@ -427,9 +447,10 @@ static CUresult fk_is_capturing(const char *abi, CUstream s, CUstreamCaptureStat
         rc = CUDA_ERROR_INVALID_HANDLE;
     if (!rc && !st)
         rc = CUDA_ERROR_INVALID_VALUE;
+    int active = !rc && fk_stream_capturing(s);
     if (!rc)
-        *st = CU_STREAM_CAPTURE_STATUS_NONE;
-    fk_log(0, abi, rc, "stream=0x%lx status=0", (unsigned long)(uintptr_t)s);
+        *st = active ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    fk_log(0, abi, rc, "stream=0x%lx status=%d", (unsigned long)(uintptr_t)s, active);
     return rc;
 }
 CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)

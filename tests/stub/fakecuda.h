@@ -55,6 +55,8 @@ extern int fk_fast;
 void fk_hex(char *out, size_t cap, const void *p, size_t n);
 /* Whether s is the NULL/legacy/per-thread stream or a live stream from cuStreamCreate. */
 int fk_stream_ok(CUstream s);
+/* Whether stream s is capturing (fakecuda_graph.c). */
+int fk_stream_capturing(CUstream s);
 /* Whether p lies in device memory the stub handed out (either allocator). */
 int fk_devptr_ok(CUdeviceptr p, size_t bytes);
 

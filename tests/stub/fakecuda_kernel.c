@@ -5,12 +5,14 @@
  * ("<mangled name>@0:4,8:8,16:16", offset:size pairs; the name stops at the '@'). A launch logs each
  * parameter's bytes, read from kernelParams[i] or from the `extra` buffer at the
  * parameter's offset, so the same launch logs the same bytes in either form.
+ * FAKECUDA_LAUNCH_DELAY_US=N makes every launch take N microseconds of the host.
  */
 #include "tests/stub/fakecuda.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static fk_kern_t fk_kerns[FK_MAX_OBJ];   /* CUkernel objects */
 static fk_kern_t fk_funcs[FK_MAX_OBJ];   /* CUfunction objects */
@@ -328,6 +330,15 @@ static CUresult fk_launch(const char *abi, CUfunction f, const unsigned g[3], co
     extern int fk_fast;
     if (fk_fast)
         return CUDA_SUCCESS;
+    /* FAKECUDA_LAUNCH_DELAY_US: a launch that costs the host that long (a driver whose
+     * launches are dear, where a graph pays). */
+    static long delay = -1;
+    if (delay < 0) {
+        const char *d = getenv("FAKECUDA_LAUNCH_DELAY_US");
+        delay = d ? atol(d) : 0;
+    }
+    if (delay > 0)
+        usleep((useconds_t)delay);
     CUresult rc = fk_need_ctx(fk_injected(abi));
     const char *kind = "?";
     fk_kern_t *k = fk_launchable(f, &kind);

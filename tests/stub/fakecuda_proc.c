@@ -109,6 +109,28 @@ static const fk_proc_t fk_procs[] = {
     FK_P(cuLaunchKernelEx,              cuLaunchKernelEx,              11060, 0),
     FK_P(cuLaunchKernelEx,              cuLaunchKernelEx_ptsz,         11060, 1),
 
+    FK_P(cuStreamBeginCapture,          cuStreamBeginCapture_v2,       10010, 0),
+    FK_P(cuStreamBeginCapture,          cuStreamBeginCapture_v2_ptsz,  10010, 1),
+    FK_P(cuStreamBeginCaptureToGraph,   cuStreamBeginCaptureToGraph,   12030, 0),
+    FK_P(cuStreamBeginCaptureToGraph,   cuStreamBeginCaptureToGraph_ptsz, 12030, 1),
+    FK_P(cuStreamEndCapture,            cuStreamEndCapture,            10000, 0),
+    FK_P(cuStreamEndCapture,            cuStreamEndCapture_ptsz,       10000, 1),
+    FK_P(cuGraphCreate,                 cuGraphCreate,                 10000, 0),
+    FK_P(cuGraphAddKernelNode,          cuGraphAddKernelNode_v2,       12000, 0),
+    FK_P(cuGraphKernelNodeSetAttribute, cuGraphKernelNodeSetAttribute, 11000, 0),
+    FK_P(cuGraphAddMemsetNode,          cuGraphAddMemsetNode,          10000, 0),
+    FK_P(cuGraphAddMemcpyNode,          cuGraphAddMemcpyNode,          10000, 0),
+    FK_P(cuGraphExecMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams, 10020, 0),
+    FK_P(cuGraphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams, 10020, 0),
+    FK_P(cuGraphInstantiate,            cuGraphInstantiateWithFlags,   12000, 0),
+    FK_P(cuGraphInstantiateWithFlags,   cuGraphInstantiateWithFlags,   11040, 0),
+    FK_P(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2, 12000, 0),
+    FK_P(cuGraphExecUpdate,             cuGraphExecUpdate_v2,          12000, 0),
+    FK_P(cuGraphLaunch,                 cuGraphLaunch,                 10000, 0),
+    FK_P(cuGraphLaunch,                 cuGraphLaunch_ptsz,            10000, 1),
+    FK_P(cuGraphExecDestroy,            cuGraphExecDestroy,            10000, 0),
+    FK_P(cuGraphDestroy,                cuGraphDestroy,                10000, 0),
+
     /* Not a driver call: what tcfuse's table cannot list. */
     FK_P(cuFakeUnknownCall,             cuFakeUnknownCall,             2000, 0),
 };

@@ -118,6 +118,30 @@ TEST(many_pointers_grow_scratch)
     CHECK(scratch.cap >= 1800);
 }
 
+/* A small window after a large one clears and probes only the table it needs: its key is
+ * the one a fresh scratch gives (a window of one launch after hundreds once cleared the
+ * whole grown table, 64 KiB and more, at every close). */
+TEST(small_window_after_large_same_key)
+{
+    tcf_key_scratch_t fresh = { 0 };
+    uint8_t p1[32], p2[32];
+    tcf_key_item_t small[2] = { launch(p1, 64, 1, LO + 0x100, LO + 0x200, LO + 0x100),
+                                launch(p2, 64, 1, LO + 0x300, LO + 0x100, LO + 0x200) };
+    uint64_t want = tcf_key_window(small, 2, LO, HI, &fresh);
+    static tcf_key_item_t big[300];
+    static uint8_t bp[300][32];
+    for (int i = 0; i < 300; i++)
+        big[i] = launch(bp[i], 1, 1, LO + 0x1000 * (uint64_t)i, LO + 0x10 + 0x1000 * (uint64_t)i,
+                        LO + 0x20 + 0x1000 * (uint64_t)i);
+    tcf_key_window(big, 300, LO, HI, &scratch);
+    CHECK(scratch.cap >= 1800);
+    CHECK_EQ_U64(tcf_key_window(small, 2, LO, HI, &scratch), want);
+    CHECK(scratch.used < scratch.cap);
+    tcf_key_window(big, 300, LO, HI, &scratch);   /* and back: the large table again */
+    CHECK_EQ_U64(tcf_key_window(small, 2, LO, HI, &scratch), want);
+    tcf_key_scratch_free(&fresh);
+}
+
 TEST(empty_window)
 {
     CHECK_EQ_U64(tcf_key_window(NULL, 0, LO, HI, &scratch), tcf_key_window(NULL, 0, 0, 0, &scratch));
@@ -133,6 +157,7 @@ int main(void)
     RUN(structural_words_change_key);
     RUN(reallocation_is_a_new_buffer);
     RUN(many_pointers_grow_scratch);
+    RUN(small_window_after_large_same_key);
     RUN(empty_window);
     tcf_key_scratch_free(&scratch);
     return check_main_end();

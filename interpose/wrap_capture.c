@@ -1,0 +1,68 @@
+/* The application's own stream captures (torch.cuda.graph, cudaStreamBeginCapture): each
+ * begin and end is a boundary, as before, and graph mode counts the captures under way so
+ * that it holds nothing inside one (a held launch would leave the captured graph and run
+ * at the wrong time) and makes no graph of its own meanwhile. */
+#include "capture/capture.h"
+#include "interpose/interpose.h"
+#include "replay/replay.h"
+
+static inline int tcf_on(void)
+{
+    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) != TCF_MODE_OFF;
+}
+
+static inline int tcf_replaying(void)
+{
+    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) == TCF_MODE_GRAPH;
+}
+
+/* Counted before the boundary, so that no launch is held between it and the begin. */
+#define TCF_BEGIN_BODY(abi, name, params, args)                                          \
+    CUresult tcf_hook_##abi params                                                       \
+    {                                                                                    \
+        tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
+        if (!real)                                                                       \
+            return CUDA_ERROR_NOT_FOUND;                                                 \
+        int counted = tcf_replaying();                                                   \
+        if (counted)                                                                     \
+            tcf_replay_capture_begin();                                                  \
+        if (tcf_on())                                                                    \
+            tcf_capture_boundary(name);                                                  \
+        CUresult rc = real args;                                                         \
+        if (counted && rc != CUDA_SUCCESS)                                               \
+            tcf_replay_capture_end();                                                    \
+        return rc;                                                                       \
+    }                                                                                    \
+    TCF_EXPORT(abi)
+
+#define TCF_END_BODY(abi)                                                                \
+    CUresult tcf_hook_##abi(CUstream hStream, CUgraph *phGraph)                          \
+    {                                                                                    \
+        tcf_fn_##abi##_t real = TCF_REAL(abi);                                           \
+        if (!real)                                                                       \
+            return CUDA_ERROR_NOT_FOUND;                                                 \
+        if (tcf_on())                                                                    \
+            tcf_capture_boundary("cuStreamEndCapture");                                  \
+        CUresult rc = real(hStream, phGraph);                                            \
+        /* Ended, or invalidated: either way that capture is over. */                    \
+        if (tcf_replaying())                                                             \
+            tcf_replay_capture_end();                                                    \
+        return rc;                                                                       \
+    }                                                                                    \
+    TCF_EXPORT(abi)
+
+#define TCF_BEGIN_PARAMS (CUstream hStream, CUstreamCaptureMode mode)
+#define TCF_TOGRAPH_PARAMS (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, \
+                            const CUgraphEdgeData *dependencyData, size_t numDependencies,    \
+                            CUstreamCaptureMode mode)
+#define TCF_TOGRAPH_ARGS (hStream, hGraph, dependencies, dependencyData, numDependencies, mode)
+
+TCF_BEGIN_BODY(cuStreamBeginCapture_v2, "cuStreamBeginCapture", TCF_BEGIN_PARAMS, (hStream, mode))
+TCF_BEGIN_BODY(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture", TCF_BEGIN_PARAMS,
+               (hStream, mode))
+TCF_BEGIN_BODY(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", TCF_TOGRAPH_PARAMS,
+               TCF_TOGRAPH_ARGS)
+TCF_BEGIN_BODY(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph",
+               TCF_TOGRAPH_PARAMS, TCF_TOGRAPH_ARGS)
+TCF_END_BODY(cuStreamEndCapture)
+TCF_END_BODY(cuStreamEndCapture_ptsz)

@@ -1,0 +1,210 @@
+/* A window's close in graph mode (capture calls it for every window that closes with
+ * events, its lock held). A held window whose key has a ready graph, launch for launch
+ * the same kernels and shapes, runs as that graph; any other held window goes out as it
+ * was issued. Every window that did not run as a graph is learned: its key is counted,
+ * and once seen more than TCFUSE_REPLAY_WARMUP times, with TCFUSE_REPLAY_MIN launches or
+ * more that a node can each carry, its launches and bytes become a plan for the worker
+ * (or, with TCFUSE_REPLAY_SYNC, are instantiated here and now). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/internal.h"
+
+/* The nodes of window w: launches, memsets and copies. */
+static uint32_t tcf_rnodes(const tcf_window_t *w)
+{
+    return w->nlaunch + w->nops;
+}
+
+/* Whether w's held work is p's nodes, in order (a 64-bit key collision, or a plan remade
+ * under the same key, must not run the wrong graph). */
+static int tcf_rmatches(const tcf_rplan_t *p, const tcf_window_t *w)
+{
+    if (p->n != tcf_rnodes(w) || !p->nodes)
+        return 0;
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < w->nev; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (!tcf_revent_node(e))
+            continue;
+        tcf_rsig_t s;
+        if (!e->held || j >= p->n || tcf_rsig_of_event(w, e, &s) != TCF_RN_OK ||
+            memcmp(&s, &p->nodes[j].sig, sizeof s))
+            return 0;
+        j++;
+    }
+    return j == p->n;
+}
+
+/* Fills p's nodes and shadow from w's nodes (already checked carriable). */
+static int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_t *sigs,
+                          uint32_t n)
+{
+    uint32_t len = 0;
+    for (uint32_t i = 0; i < n; i++)
+        len += (sigs[i].pbytes + 7u) & ~7u;
+    p->nodes = calloc(n, sizeof *p->nodes);
+    p->shadow = malloc(len ? len : 8);
+    if (!p->nodes || !p->shadow) {
+        free(p->nodes), free(p->shadow);
+        p->nodes = NULL, p->shadow = NULL;
+        return -1;
+    }
+    uint32_t j = 0, at = 0;
+    for (uint32_t i = 0; i < w->nev && j < n; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (!tcf_revent_node(e))
+            continue;
+        tcf_rnode_t *nd = &p->nodes[j];
+        uint8_t op[TCF_R_OP_BYTES];
+        nd->sig = sigs[j];
+        nd->k = e->kind == TCF_EV_LAUNCH ? e->u.l.k : NULL;
+        nd->soff = at;
+        memcpy(p->shadow + at, tcf_revent_bytes(w, e, op), sigs[j].pbytes);
+        at += (sigs[j].pbytes + 7u) & ~7u;
+        if (e->kind == TCF_EV_LAUNCH && e->u.l.nattr) {
+            nd->attr = malloc(e->u.l.nattr * sizeof *nd->attr);
+            if (nd->attr) {
+                memcpy(nd->attr, tcf_event_attrs(w, e), e->u.l.nattr * sizeof *nd->attr);
+                nd->nattr = e->u.l.nattr;
+            }
+        }
+        j++;
+    }
+    p->n = n;
+    p->shadow_len = len;
+    p->ctx = w->ctx;
+    p->stream = w->stream;
+    p->seed = w->rseed;
+    return 0;
+}
+
+/* Counts the window's key; makes its plan when it has been seen often enough. Returns
+ * the key's plan (NULL when none is kept). */
+static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
+{
+    if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) || tcf_rcapture_active() ||
+        w->rstate == TCF_R_FRESH || !w->nlaunch)
+        return NULL;   /* FRESH: its first launch never came through replay (refused, or off) */
+    uint32_t n = tcf_rnodes(w);
+    tcf_rsig_t stack_sigs[64], *sigs = n <= 64 ? stack_sigs : malloc(n * sizeof *sigs);
+    if (!sigs)
+        return NULL;
+    int ok = 1;
+    uint64_t key = w->rseed;
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < w->nev && j < n; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (!tcf_revent_node(e))
+            continue;
+        if (tcf_rsig_of_event(w, e, &sigs[j]) != TCF_RN_OK || e->rc != CUDA_SUCCESS)
+            ok = 0;
+        key = tcf_rkey_step(key, &sigs[j]);
+        j++;
+    }
+    atomic_fetch_add_explicit(&tcf_rctr.learned, 1, memory_order_relaxed);
+    tcf_rplan_t *build = NULL;
+    pthread_mutex_lock(&tcf_rplan_lock);
+    tcf_rplan_t *p = tcf_rplan_get(key, 1);
+    if (!p) {
+        atomic_fetch_add_explicit(&tcf_rctr.learn_untracked, 1, memory_order_relaxed);
+    } else {
+        p->seen++;
+        if (p->state == TCF_RP_COUNTING && p->seen > (uint64_t)tcf_cfg.replay_warmup) {
+            if (!ok || j != n || w->nlaunch < (uint32_t)tcf_cfg.replay_min) {
+                if (p->seen == (uint64_t)tcf_cfg.replay_warmup + 1)
+                    atomic_fetch_add_explicit(&tcf_rctr.not_buildable, 1, memory_order_relaxed);
+            } else if (tcf_rplan_fill(p, w, sigs, n) == 0) {
+                p->state = TCF_RP_BUILDING;
+                if (tcf_cfg.replay_sync) {
+                    p->built_sync = 1;
+                    build = p;
+                } else {
+                    tcf_rworker_enqueue(p);
+                }
+            }
+        }
+    }
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    if (sigs != stack_sigs)
+        free(sigs);
+    if (build) {
+        tcf_rworker_build(build);
+        tcf_rplan_retired_destroy(0);
+    }
+    return p;
+}
+
+/* Runs w's held launches as their graph. 1 replayed; 0 not (held work untouched). */
+static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
+{
+    pthread_mutex_lock(&tcf_rplan_lock);
+    tcf_rplan_t *p = tcf_rplan_get(w->rh, 0);
+    int ready = p && p->state == TCF_RP_READY;
+    if (ready)
+        tcf_rplan_take(p);
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    if (!ready) {
+        atomic_fetch_add_explicit(&tcf_rctr.issued_no_graph, 1, memory_order_relaxed);
+        return 0;
+    }
+    int done = 0, reason = -1;
+    uint32_t patched = 0;
+    if (!tcf_rmatches(p, w)) {
+        atomic_fetch_add_explicit(&tcf_rctr.issued_collision, 1, memory_order_relaxed);
+    } else {
+        CUcontext prev;
+        int sw = tcf_rctx_enter(w, &prev);
+        done = tcf_rgraph_replay(p, w, &reason, &patched) == 0;
+        tcf_rctx_leave(sw, prev);
+        if (done) {
+            p->replays++;
+            w->graph_nodes = p->n;
+            w->graph_patched = patched;
+            atomic_fetch_add_explicit(&tcf_rctr.replayed, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&tcf_rctr.launches_replayed, w->nlaunch,
+                                      memory_order_relaxed);
+            tcf_rstats_patched(patched);
+        } else {
+            atomic_fetch_add_explicit(&tcf_rctr.issued_failed, 1, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_lock(&tcf_rplan_lock);
+    tcf_rplan_done(p);
+    if (!done && reason >= 0 && p->state == TCF_RP_READY)
+        tcf_rplan_give_up(p, reason);
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    *plan = p;
+    return done;
+}
+
+void tcf_replay_flush(tcf_window_t *w, const char *reason)
+{
+    tcf_rplan_t *p = NULL;
+    int graph = 0;
+    if (w->nheld && w->rstate == TCF_R_HOLD) {
+        if (tcf_rtry_replay(w, &p)) {
+            tcf_rheld_done(w);
+            graph = 1;
+        } else {
+            tcf_rissue_held(w);
+            p = tcf_rlearn(w);
+        }
+    } else {
+        if (w->nheld)   /* held work outside a holding window: never, but never lost */
+            tcf_rissue_held(w);
+        p = tcf_rlearn(w);
+    }
+    /* Its time is taken at the stream's next window (a held window that ran as issued is
+     * neither sample: it waited for nothing and ran late). */
+    w->rprev = graph || (w->rstate == TCF_R_PASS && !w->rheld) ? p : NULL;
+    w->rheld = 0;
+    w->rprev_graph = (uint8_t)graph;
+    w->rprev_start = w->rstart;
+    w->rstate = TCF_R_FRESH;
+    w->rcut = 0;
+    if (tcf_r_is_cut(reason))
+        w->rord = w->rord < TCF_R_ORD_MAX ? w->rord + 1 : TCF_R_ORD_MAX;
+    else
+        w->rord = 0;
+}

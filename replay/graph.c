@@ -1,0 +1,348 @@
+/* The driver's graph API, as graph mode uses it. A plan's graph is a chain of kernel,
+ * memset and copy nodes in the window's order (one stream: each after the one before). A replay
+ * patches only the nodes whose parameter bytes differ from what the node holds (the
+ * plan's shadow copy: the driver has no getter), then launches the graph on the window's
+ * stream; the window's held frees follow it. A patch the driver refuses is retried as a
+ * whole-graph update (a fresh graph with this window's bytes, cuGraphExecUpdate), then as
+ * a new instantiation; when that fails too the key is given up.
+ *
+ * A CUkernel handle (what cudart launches) goes into a node's `kern` with the window's
+ * context; a CUfunction into `func`. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/internal.h"
+
+int tcf_rgraph_api(void)
+{
+    return tcf_drv.launch_kernel && tcf_drv.mem_free_async && tcf_drv.graph_create &&
+           tcf_drv.graph_add_kernel_node && tcf_drv.graph_kernel_node_set_attribute &&
+           tcf_drv.graph_instantiate && tcf_drv.graph_exec_kernel_node_set_params &&
+           tcf_drv.graph_exec_update && tcf_drv.graph_launch && tcf_drv.graph_exec_destroy &&
+           tcf_drv.graph_destroy && tcf_drv.graph_add_memset_node &&
+           tcf_drv.graph_add_memcpy_node && tcf_drv.graph_exec_memset_node_set_params &&
+           tcf_drv.graph_exec_memcpy_node_set_params && tcf_drv.memset_d8_async &&
+           tcf_drv.memset_d16_async && tcf_drv.memset_d32_async && tcf_drv.memcpy_dtod_async;
+}
+
+/* Estimated device memory of an instantiated graph: per node what 1000-node graphs of
+ * small kernels held on the H100 (2.5 KiB, docs/PERF.md), its parameter bytes, and a
+ * fixed part per graph. */
+uint64_t tcf_rgraph_mem_estimate(const tcf_rplan_t *p)
+{
+    return 64 * 1024 + (uint64_t)p->n * 2560 + p->shadow_len;
+}
+
+void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
+                      uint8_t *bytes, void **pp, void **ex, size_t *exsize,
+                      CUDA_KERNEL_NODE_PARAMS *np)
+{
+    memset(np, 0, sizeof *np);
+    if (s->kind == TCF_KIND_FUNCTION) {
+        np->func = (CUfunction)(uintptr_t)s->handle;
+    } else {
+        np->kern = (CUkernel)(uintptr_t)s->handle;
+        np->ctx = (CUcontext)(uintptr_t)ctx;
+    }
+    np->gridDimX = s->grid[0], np->gridDimY = s->grid[1], np->gridDimZ = s->grid[2];
+    np->blockDimX = s->block[0], np->blockDimY = s->block[1], np->blockDimZ = s->block[2];
+    np->sharedMemBytes = s->smem;
+    if (s->form == TCF_R_FORM_PARAMS) {
+        for (uint32_t i = 0; i < k->nparams; i++)
+            pp[i] = bytes + k->off[i];
+        np->kernelParams = k->nparams ? pp : NULL;
+    } else {
+        *exsize = s->pbytes;
+        ex[0] = CU_LAUNCH_PARAM_BUFFER_POINTER, ex[1] = bytes;
+        ex[2] = CU_LAUNCH_PARAM_BUFFER_SIZE, ex[3] = exsize, ex[4] = CU_LAUNCH_PARAM_END;
+        np->extra = ex;
+    }
+}
+
+/* A memset node's or a copy node's parameters from its 16 bytes (dst, value or src). */
+static void tcf_rop_params(const tcf_rsig_t *s, const uint8_t *bytes,
+                           CUDA_MEMSET_NODE_PARAMS *ms, CUDA_MEMCPY3D *mc)
+{
+    uint64_t dst, second, count = s->grid[1] | (uint64_t)s->grid[2] << 32;
+    memcpy(&dst, bytes, 8);
+    memcpy(&second, bytes + 8, 8);
+    if (s->kind == TCF_R_KIND_MEMSET) {
+        memset(ms, 0, sizeof *ms);
+        ms->dst = dst, ms->value = (unsigned)second, ms->elementSize = s->grid[0];
+        ms->width = count, ms->height = 1;
+    } else {
+        memset(mc, 0, sizeof *mc);
+        mc->srcMemoryType = CU_MEMORYTYPE_DEVICE, mc->srcDevice = second;
+        mc->dstMemoryType = CU_MEMORYTYPE_DEVICE, mc->dstDevice = dst;
+        mc->WidthInBytes = count, mc->Height = 1, mc->Depth = 1;
+    }
+}
+
+static int tcf_rnode_is_op(const tcf_rnode_t *n)
+{
+    return n->sig.kind == TCF_R_KIND_MEMSET || n->sig.kind == TCF_R_KIND_MEMCPY;
+}
+
+/* Room for a kernel's parameter pointers: on the stack for most, else allocated. */
+typedef struct {
+    void  *stack[64];
+    void **pp;
+} tcf_pp_t;
+
+static void **tcf_pp_for(tcf_pp_t *b, const tcf_kernel_t *k)
+{
+    if (b->pp && b->pp != b->stack)
+        free(b->pp);
+    b->pp = k->nparams <= 64 ? b->stack : malloc(k->nparams * sizeof(void *));
+    return b->pp;
+}
+
+static void tcf_pp_free(tcf_pp_t *b)
+{
+    if (b->pp && b->pp != b->stack)
+        free(b->pp);
+    b->pp = NULL;
+}
+
+void tcf_rgraph_destroy(CUgraph g, CUgraphExec x)
+{
+    if (x)
+        tcf_drv.graph_exec_destroy(x);
+    if (g)
+        tcf_drv.graph_destroy(g);
+}
+
+/* A chain graph of p's nodes with the bytes at bytes_of(i); nodes[] gets its nodes. */
+static int tcf_rgraph_make(const tcf_rplan_t *p, uint8_t *const *bytes_of, CUgraph *out,
+                           CUgraphNode *nodes, int *reason)
+{
+    CUgraph g = NULL;
+    if (tcf_drv.graph_create(&g, 0) != CUDA_SUCCESS || !g) {
+        *reason = TCF_RG_create_failed;
+        return -1;
+    }
+    tcf_pp_t b = { .pp = NULL };
+    void *ex[5];
+    size_t exsize;
+    CUgraphNode prev = NULL;
+    for (uint32_t i = 0; i < p->n; i++) {
+        const tcf_rnode_t *n = &p->nodes[i];
+        CUgraphNode node = NULL;
+        if (tcf_rnode_is_op(n)) {
+            CUDA_MEMSET_NODE_PARAMS ms;
+            CUDA_MEMCPY3D mc;
+            tcf_rop_params(&n->sig, bytes_of[i], &ms, &mc);
+            CUresult rc = n->sig.kind == TCF_R_KIND_MEMSET
+                ? tcf_drv.graph_add_memset_node(&node, g, prev ? &prev : NULL, prev ? 1 : 0, &ms,
+                                                (CUcontext)(uintptr_t)p->ctx)
+                : tcf_drv.graph_add_memcpy_node(&node, g, prev ? &prev : NULL, prev ? 1 : 0, &mc,
+                                                (CUcontext)(uintptr_t)p->ctx);
+            if (rc != CUDA_SUCCESS)
+                goto refused;
+            nodes[i] = node;
+            prev = node;
+            continue;
+        }
+        CUDA_KERNEL_NODE_PARAMS np;
+        void **pp = tcf_pp_for(&b, n->k);
+        if (!pp)
+            goto refused;
+        tcf_rnode_params(&n->sig, n->k, p->ctx, bytes_of[i], pp, ex, &exsize, &np);
+        if (tcf_drv.graph_add_kernel_node(&node, g, prev ? &prev : NULL, prev ? 1 : 0, &np) !=
+            CUDA_SUCCESS)
+            goto refused;
+        for (uint32_t a = 0; a < n->nattr; a++) {
+            if (n->attr[a].id == CU_LAUNCH_ATTRIBUTE_IGNORE ||
+                n->attr[a].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE ||
+                n->attr[a].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+                continue;  /* off (key.c refuses them on): a node's default */
+            if (tcf_drv.graph_kernel_node_set_attribute(node, n->attr[a].id,
+                                                        &n->attr[a].value) != CUDA_SUCCESS)
+                goto refused;
+        }
+        nodes[i] = node;
+        prev = node;
+    }
+    tcf_pp_free(&b);
+    *out = g;
+    return 0;
+refused:
+    tcf_pp_free(&b);
+    tcf_drv.graph_destroy(g);
+    *reason = TCF_RG_node_refused;
+    return -1;
+}
+
+int tcf_rgraph_build(tcf_rplan_t *p, int *reason)
+{
+    uint8_t **bytes_of = malloc(p->n * sizeof *bytes_of);
+    CUgraphNode *nodes = malloc(p->n * sizeof *nodes);
+    CUgraph g = NULL;
+    CUgraphExec x = NULL;
+    int rc = -1;
+    if (!bytes_of || !nodes) {
+        *reason = TCF_RG_out_of_memory;
+        goto out;
+    }
+    for (uint32_t i = 0; i < p->n; i++)
+        bytes_of[i] = p->shadow + p->nodes[i].soff;
+    if (tcf_rgraph_make(p, bytes_of, &g, nodes, reason) != 0)
+        goto out;
+    if (tcf_drv.graph_instantiate(&x, g, 0) != CUDA_SUCCESS || !x) {
+        tcf_drv.graph_destroy(g);
+        *reason = TCF_RG_instantiate_failed;
+        goto out;
+    }
+    for (uint32_t i = 0; i < p->n; i++)
+        p->nodes[i].node = nodes[i];
+    p->graph = g;
+    p->exec = x;
+    p->mem = tcf_rgraph_mem_estimate(p);
+    rc = 0;
+out:
+    free(bytes_of);
+    free(nodes);
+    return rc;
+}
+
+/* Patching failed: the whole graph is brought to this window's bytes by an update from a
+ * fresh graph, or else by a new instantiation from it. 0, or -1 with *reason. */
+static int tcf_rgraph_refresh(tcf_rplan_t *p, uint8_t *const *bytes_of, int *reason)
+{
+    CUgraphNode *nodes = malloc(p->n * sizeof *nodes);
+    CUgraph g = NULL;
+    if (!nodes) {
+        *reason = TCF_RG_out_of_memory;
+        return -1;
+    }
+    if (tcf_rgraph_make(p, bytes_of, &g, nodes, reason) != 0) {
+        free(nodes);
+        return -1;
+    }
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    if (tcf_drv.graph_exec_update(p->exec, g, &info) == CUDA_SUCCESS) {
+        /* The exec's nodes are still those of the graph it was instantiated from. */
+        tcf_drv.graph_destroy(g);
+        atomic_fetch_add(&tcf_rctr.updates, 1);
+    } else {
+        CUgraphExec x = NULL;
+        if (tcf_drv.graph_instantiate(&x, g, 0) != CUDA_SUCCESS || !x) {
+            tcf_drv.graph_destroy(g);
+            free(nodes);
+            *reason = TCF_RG_update_failed;
+            return -1;
+        }
+        tcf_rgraph_destroy(p->graph, p->exec);  /* freed when its last launch completes */
+        p->graph = g;
+        p->exec = x;
+        for (uint32_t i = 0; i < p->n; i++)
+            p->nodes[i].node = nodes[i];
+        atomic_fetch_add(&tcf_rctr.reinstantiated, 1);
+    }
+    free(nodes);
+    for (uint32_t i = 0; i < p->n; i++)
+        memcpy(p->shadow + p->nodes[i].soff, bytes_of[i], p->nodes[i].sig.pbytes);
+    return 0;
+}
+
+int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched)
+{
+    uint8_t *stack_bytes[128], **bytes_of = stack_bytes;
+    uint8_t (*ops)[TCF_R_OP_BYTES] = NULL;
+    if (w->nops && !(ops = malloc(w->nops * sizeof *ops)))
+        return -1;
+    if (p->n > 128 && !(bytes_of = malloc(p->n * sizeof *bytes_of))) {
+        free(ops);
+        return -1;
+    }
+    uint64_t stream = 0;
+    uint32_t j = 0, o = 0;
+    for (uint32_t i = 0; i < w->nev && j < p->n; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (!tcf_revent_node(e) || !e->held)
+            continue;
+        if (!j)
+            stream = e->stream;
+        if (e->kind == TCF_EV_LAUNCH)
+            bytes_of[j++] = w->arena + e->u.l.poff;
+        else if (o < w->nops)
+            bytes_of[j++] = (uint8_t *)tcf_revent_bytes(w, e, ops[o++]);
+    }
+    int rc = -1;
+    *patched = 0;
+    if (j != p->n)
+        goto out;   /* not this graph's window (the caller checked; never here) */
+    tcf_pp_t b = { .pp = NULL };
+    void *ex[5];
+    size_t exsize;
+    int failed = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        tcf_rnode_t *n = &p->nodes[i];
+        uint8_t *sh = p->shadow + n->soff;
+        if (!memcmp(sh, bytes_of[i], n->sig.pbytes))
+            continue;
+        if (tcf_rnode_is_op(n)) {
+            CUDA_MEMSET_NODE_PARAMS ms;
+            CUDA_MEMCPY3D mc;
+            tcf_rop_params(&n->sig, bytes_of[i], &ms, &mc);
+            CUcontext ctx = (CUcontext)(uintptr_t)p->ctx;
+            if ((n->sig.kind == TCF_R_KIND_MEMSET
+                     ? tcf_drv.graph_exec_memset_node_set_params(p->exec, n->node, &ms, ctx)
+                     : tcf_drv.graph_exec_memcpy_node_set_params(p->exec, n->node, &mc, ctx)) !=
+                CUDA_SUCCESS) {
+                atomic_fetch_add(&tcf_rctr.patch_failed, 1);
+                failed = 1;
+                break;
+            }
+            memcpy(sh, bytes_of[i], n->sig.pbytes);
+            (*patched)++;
+            continue;
+        }
+        CUDA_KERNEL_NODE_PARAMS np;
+        void **pp = tcf_pp_for(&b, n->k);
+        if (!pp) {
+            failed = 1;
+            break;
+        }
+        tcf_rnode_params(&n->sig, n->k, p->ctx, bytes_of[i], pp, ex, &exsize, &np);
+        if (tcf_drv.graph_exec_kernel_node_set_params(p->exec, n->node, &np) != CUDA_SUCCESS) {
+            atomic_fetch_add(&tcf_rctr.patch_failed, 1);
+            failed = 1;
+            break;
+        }
+        memcpy(sh, bytes_of[i], n->sig.pbytes);
+        (*patched)++;
+    }
+    tcf_pp_free(&b);
+    if (failed) {
+        if (tcf_rgraph_refresh(p, bytes_of, reason) != 0)
+            goto out;
+        *patched = p->n;
+    }
+    if (tcf_drv.graph_launch(p->exec, (CUstream)(uintptr_t)stream) != CUDA_SUCCESS) {
+        *reason = TCF_RG_launch_failed;
+        goto out;
+    }
+    /* The window's frees after its last kernel: a block may be read until then, and no
+     * allocation inside the window can have been handed a block freed inside it (the
+     * free had not reached the pool). */
+    for (uint32_t i = 0; i < w->nev; i++) {
+        tcf_event_t *e = &w->ev[i];
+        if (!e->held)
+            continue;
+        if (e->kind == TCF_EV_FREE) {
+            e->rc = tcf_drv.mem_free_async(e->u.m.ptr, (CUstream)(uintptr_t)e->stream);
+            if (e->rc != CUDA_SUCCESS)
+                atomic_fetch_add(&tcf_rctr.held_failed, 1);
+            atomic_fetch_add(&tcf_rctr.frees_after, 1);
+        }
+        e->held = 0;
+    }
+    rc = 0;
+out:
+    if (bytes_of != stack_bytes)
+        free(bytes_of);
+    free(ops);
+    return rc;
+}

@@ -1,0 +1,463 @@
+/* Graph mode's launch path: each launch is held, or passed to the driver at once.
+ *
+ * A window is held only while it follows a ready graph's path: its first launch decides
+ * (its key so far must be a prefix of some ready graph's key), and every later launch
+ * must keep it on some graph's path. A launch that leaves it issues what was held, in
+ * order, and the window runs as issued to its end (and is learned: a longer window met
+ * often enough becomes a graph of its own). Holding therefore costs nothing where nothing
+ * repeats, and the GPU waits at most for one window's issue.
+ *
+ * Order. Held work is issued before anything that could observe it or must follow it:
+ * boundaries close every window (capture); a launch or other work on the legacy default
+ * stream issues every other stream's held work first, and work on any other stream issues
+ * the legacy stream's (the legacy stream orders against every blocking stream; which
+ * streams are non-blocking is not asked, so all are treated as blocking). Streams that
+ * are neither wait for nothing of each other in the program either, so each keeps its
+ * own held window. A free behind held launches is held (the block may still be read);
+ * allocations go through at once (the caller needs the pointer) and are recorded.
+ *
+ * Device memsets and device-to-device copies are held like launches (memset and copy
+ * nodes). What is not held, and cuts the window before and after it: launches a graph
+ * node cannot carry as they were made (cooperative, programmatic serialization,
+ * attributes unknown here), launches whose parameters could not be copied. Nothing on the
+ * per-thread default stream is held (held work may be issued by another thread, whose
+ * per-thread stream is another). While the application captures a stream itself,
+ * nothing is held.
+ *
+ * A held launch returns CUDA_SUCCESS. It is only held while it matches, kernel, shape and
+ * parameter size, a launch the driver accepted before in a window that became a graph; a
+ * failure when it is issued later is counted (held-failed), like any asynchronous error.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/internal.h"
+
+atomic_int tcf_ron;                  /* holding allowed */
+atomic_int tcf_rholding;             /* windows with held work (hint) */
+static atomic_int tcf_rcapturing;    /* application stream captures under way */
+static atomic_int tcf_rlegacy;       /* legacy-stream windows with held work (hint) */
+static uint32_t tcf_rcap;            /* launches per window */
+
+static inline int tcf_is_legacy(const tcf_window_t *w)
+{
+    return w->stream == (uint64_t)(uintptr_t)CU_STREAM_LEGACY;
+}
+
+int tcf_rctx_enter(const tcf_window_t *w, CUcontext *prev)
+{
+    *prev = NULL;
+    return w->ctx && tcf_drv.ctx_get_current && tcf_drv.ctx_set_current &&
+           tcf_drv.ctx_get_current(prev) == CUDA_SUCCESS &&
+           (uint64_t)(uintptr_t)*prev != w->ctx &&
+           tcf_drv.ctx_set_current((CUcontext)(uintptr_t)w->ctx) == CUDA_SUCCESS;
+}
+
+void tcf_rctx_leave(int switched, CUcontext prev)
+{
+    if (switched)
+        tcf_drv.ctx_set_current(prev);
+}
+
+/* Issues one held launch as the application made it. */
+static CUresult tcf_rissue_launch(const tcf_window_t *w, const tcf_event_t *e)
+{
+    const tcf_kernel_t *k = e->u.l.k;
+    uint8_t *bytes = w->arena + e->u.l.poff;
+    void *stack_pp[64], **pp = stack_pp, *ex[5];
+    size_t exsize = e->u.l.pbytes;
+    int form_params = k->param_known && e->u.l.pbytes == k->param_bytes;
+    if (form_params && k->nparams > 64 && !(pp = malloc(k->nparams * sizeof *pp)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (form_params)
+        for (uint32_t i = 0; i < k->nparams; i++)
+            pp[i] = bytes + k->off[i];
+    ex[0] = CU_LAUNCH_PARAM_BUFFER_POINTER, ex[1] = bytes;
+    ex[2] = CU_LAUNCH_PARAM_BUFFER_SIZE, ex[3] = &exsize, ex[4] = CU_LAUNCH_PARAM_END;
+    CUstream s = (CUstream)(uintptr_t)e->stream;
+    CUresult rc;
+    if (e->u.l.nattr && tcf_drv.launch_kernel_ex) {
+        CUlaunchConfig c = {
+            .gridDimX = e->u.l.grid[0], .gridDimY = e->u.l.grid[1], .gridDimZ = e->u.l.grid[2],
+            .blockDimX = e->u.l.block[0], .blockDimY = e->u.l.block[1],
+            .blockDimZ = e->u.l.block[2], .sharedMemBytes = e->u.l.smem, .hStream = s,
+            .attrs = (CUlaunchAttribute *)(uintptr_t)tcf_event_attrs(w, e),
+            .numAttrs = e->u.l.nattr,
+        };
+        rc = tcf_drv.launch_kernel_ex(&c, (CUfunction)(uintptr_t)k->handle,
+                                      form_params ? pp : NULL, form_params ? NULL : ex);
+    } else {
+        rc = tcf_drv.launch_kernel((CUfunction)(uintptr_t)k->handle, e->u.l.grid[0],
+                                   e->u.l.grid[1], e->u.l.grid[2], e->u.l.block[0],
+                                   e->u.l.block[1], e->u.l.block[2], e->u.l.smem, s,
+                                   form_params ? pp : NULL, form_params ? NULL : ex);
+    }
+    if (pp != stack_pp)
+        free(pp);
+    return rc;
+}
+
+static CUresult tcf_rissue_op(const tcf_event_t *e)
+{
+    CUstream s = (CUstream)(uintptr_t)e->stream;
+    if (e->kind == TCF_EV_MEMCPY)
+        return tcf_drv.memcpy_dtod_async(e->u.op.dst, e->u.op.src, e->u.op.count, s);
+    switch (e->u.op.elem) {
+    case 1: return tcf_drv.memset_d8_async(e->u.op.dst, (unsigned char)e->u.op.value, e->u.op.count, s);
+    case 2: return tcf_drv.memset_d16_async(e->u.op.dst, (unsigned short)e->u.op.value, e->u.op.count, s);
+    default: return tcf_drv.memset_d32_async(e->u.op.dst, (unsigned)e->u.op.value, e->u.op.count, s);
+    }
+}
+
+void tcf_rissue_held(tcf_window_t *w)
+{
+    if (!w->nheld)
+        return;
+    CUcontext prev;
+    int sw = tcf_rctx_enter(w, &prev);
+    uint64_t launches = 0;
+    for (uint32_t i = 0; i < w->nev; i++) {
+        tcf_event_t *e = &w->ev[i];
+        if (!e->held)
+            continue;
+        CUresult rc = CUDA_SUCCESS;
+        if (e->kind == TCF_EV_LAUNCH) {
+            rc = tcf_rissue_launch(w, e);
+            launches++;
+        } else if (e->kind == TCF_EV_FREE) {
+            rc = tcf_drv.mem_free_async(e->u.m.ptr, (CUstream)(uintptr_t)e->stream);
+        } else if (e->kind == TCF_EV_MEMSET || e->kind == TCF_EV_MEMCPY) {
+            rc = tcf_rissue_op(e);
+        }
+        if (rc != CUDA_SUCCESS)
+            atomic_fetch_add(&tcf_rctr.held_failed, 1);
+        e->held = 0;
+        e->rc = rc;
+    }
+    tcf_rctx_leave(sw, prev);
+    atomic_fetch_add(&tcf_rctr.issued_held_launches, launches);
+    tcf_rheld_done(w);
+}
+
+void tcf_rheld_done(tcf_window_t *w)
+{
+    if (!w->nheld)
+        return;
+    w->nheld = 0;
+    atomic_fetch_sub(&tcf_rholding, 1);
+    if (tcf_is_legacy(w))
+        atomic_fetch_sub(&tcf_rlegacy, 1);
+}
+
+/* Issues held work of windows that work on `w` must follow (legacy order), leaving each
+ * to run as issued to its end. No window lock is held by the caller. */
+static void tcf_rorder(const tcf_window_t *w)
+{
+    if (!atomic_load_explicit(&tcf_rholding, memory_order_relaxed))
+        return;
+    int legacy = !w || tcf_is_legacy(w);
+    if (!legacy && !atomic_load_explicit(&tcf_rlegacy, memory_order_relaxed))
+        return;
+    unsigned n = tcf_window_count();
+    for (unsigned i = 0; i < n; i++) {
+        tcf_window_t *o = tcf_window_at(i);
+        if (o == w || (!legacy && !tcf_is_legacy(o)) ||
+            !__atomic_load_n(&o->nheld, __ATOMIC_RELAXED))
+            continue;
+        pthread_mutex_lock(&o->lock);
+        if (o->nheld) {
+            tcf_rissue_held(o);
+            o->rstate = TCF_R_PASS;
+            atomic_fetch_add(&tcf_rctr.issued_order, 1);
+        }
+        pthread_mutex_unlock(&o->lock);
+    }
+}
+
+/* Exit handlers run in reverse order of registration: registered at the first held
+ * launch, after cudart's and PyTorch's, this one issues what is held while the driver is
+ * still whole, and holds nothing after. */
+static void tcf_rexit(void)
+{
+    tcf_replay_stop();
+}
+
+/* Appends a held launch (arg: its tcf_launch_t). 0, or -1 when out of memory. */
+static int tcf_rappend_launch(tcf_window_t *w, const void *arg)
+{
+    const tcf_launch_t *l = arg;
+    if (!tcf_window_add_launch(w, l, 1, CUDA_SUCCESS, tcf_now_ns()))
+        return -1;
+    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&l->k->launches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_rctr.held, 1, memory_order_relaxed);
+    return 0;
+}
+
+/* Appends a held memset or copy (arg: its event, filled but for the time). */
+static int tcf_rappend_op(tcf_window_t *w, const void *arg)
+{
+    tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
+    if (!e)
+        return -1;
+    uint64_t t = e->t;
+    *e = *(const tcf_event_t *)arg;
+    e->t = t;
+    w->nops++;
+    atomic_fetch_add(&tcf_ctr.ops, 1);
+    atomic_fetch_add_explicit(&tcf_rctr.held_ops, 1, memory_order_relaxed);
+    return 0;
+}
+
+/* The step every piece of work that may be held goes through (w locked): the window's
+ * key so far, folded with sig, must be a prefix of a ready graph's key; then append holds
+ * it. Otherwise what the window held goes out and the window runs as issued to its end.
+ * Returns 1 when held. */
+static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
+                     int (*append)(tcf_window_t *, const void *), const void *arg)
+{
+    if (w->rcut) {  /* the work after a launch a node cannot carry starts a new window */
+        if (w->nlaunch || w->nops)
+            tcf_window_close_locked(w, tcf_r_cut_after, NULL, 0);
+        w->rcut = 0;
+    }
+    if (w->rstate == TCF_R_FRESH) {
+        uint64_t epoch = atomic_load_explicit(&tcf_ctr.boundary_calls, memory_order_relaxed);
+        if (epoch != w->repoch) {  /* a boundary since this stream's last window began */
+            w->repoch = epoch;
+            w->rord = 0;
+        }
+        w->rseed = w->rh = tcf_rkey_seed(w->ctx, w->stream, w->rord);
+        /* Does it pay: the stream's last window took from its first work to this one. */
+        w->rstart = tcf_now_ns();
+        if (w->rprev) {
+            tcf_rplan_sample(w->rprev, w->rprev_graph, w->rstart - w->rprev_start);
+            w->rprev = NULL;
+        }
+        /* Now and then a window that could be held runs as issued, to measure it so. */
+        uint32_t x = ++w->rexplore * 0x9E3779B1u;
+        if ((x >> 20) % TCF_R_EXPLORE == 0 && tcf_rprefix_has(tcf_rkey_step(w->rh, sig))) {
+            w->rstate = TCF_R_PASS;
+            atomic_fetch_add_explicit(&tcf_rctr.explored, 1, memory_order_relaxed);
+        }
+    }
+    if (w->rstate == TCF_R_PASS)
+        return 0;
+    uint64_t h = tcf_rkey_step(w->rh, sig);
+    if (tcf_rprefix_has(h) && atomic_load_explicit(&tcf_ron, memory_order_relaxed) &&
+        append(w, arg) == 0) {
+        if (!w->nheld) {
+            atomic_fetch_add(&tcf_rholding, 1);
+            if (tcf_is_legacy(w))
+                atomic_fetch_add(&tcf_rlegacy, 1);
+            atomic_fetch_add_explicit(&tcf_rctr.holds, 1, memory_order_relaxed);
+        }
+        w->nheld++;
+        w->rh = h;
+        w->rstate = TCF_R_HOLD;
+        w->rheld = 1;
+        static atomic_int registered;
+        if (!atomic_exchange(&registered, 1))
+            atexit(tcf_rexit);
+        if (w->nlaunch >= tcf_rcap)
+            tcf_window_close_locked(w, "size-cap", NULL, 0);
+        return 1;
+    }
+    if (w->rstate == TCF_R_HOLD) {  /* left every graph's path */
+        tcf_rissue_held(w);
+        atomic_fetch_add_explicit(&tcf_rctr.issued_diverged, 1, memory_order_relaxed);
+    }
+    w->rstate = TCF_R_PASS;
+    return 0;
+}
+
+int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                      unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
+                      int ptds, void **params, void **extra, const CUlaunchAttribute *attrs,
+                      unsigned nattrs, CUresult *result, tcf_window_t **wout)
+{
+    *wout = NULL;
+    if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed))
+        return 0;
+    if (atomic_load_explicit(&tcf_rcapturing, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&tcf_rctr.capturing, 1, memory_order_relaxed);
+        return 0;   /* nothing is held anywhere: the capture's begin was a boundary */
+    }
+    tcf_window_t *w = tcf_window_for(stream, ptds);
+    tcf_rorder(w);
+    if (!w)
+        return 0;
+    *wout = w;
+    const tcf_launch_t l = { .via = via, .stream = stream, .k = tcf_kernel_get(f),
+                             .grid = { gx, gy, gz }, .block = { bx, by, bz }, .smem = smem,
+                             .params = params, .extra = extra, .attrs = attrs,
+                             .nattrs = attrs ? nattrs : 0 };
+    tcf_rsig_t sig;
+    int bad_attr = -1;
+    int why = tcf_rsig_of_launch(w, &l, &sig, &bad_attr);
+    /* A window already running as issued takes the launch as it comes (read without the
+     * lock: a window closed meanwhile by another thread only misses this one's key). */
+    if (why == TCF_RN_OK && __atomic_load_n(&w->rstate, __ATOMIC_RELAXED) == TCF_R_PASS &&
+        !__atomic_load_n(&w->rcut, __ATOMIC_RELAXED))
+        return 0;
+    int taken = 0;
+    pthread_mutex_lock(&w->lock);
+    if (why != TCF_RN_OK) {
+        /* A launch a node cannot carry: alone in its window, so that the windows around
+         * it repeat whatever it does. */
+        atomic_fetch_add_explicit(&tcf_rctr.not_held[why], 1, memory_order_relaxed);
+        if (why == TCF_RN_ATTR && bad_attr >= 0 && bad_attr < 32)
+            atomic_fetch_add_explicit(&tcf_rctr.not_held_attr_id[bad_attr], 1,
+                                      memory_order_relaxed);
+        if (w->stream != (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD) {
+            if (w->nlaunch || w->nops) {
+                tcf_window_close_locked(w, tcf_r_cut_unsupported, NULL, 0);
+                atomic_fetch_add_explicit(&tcf_rctr.cuts_unsupported, 1, memory_order_relaxed);
+            }
+            w->rcut = 1;
+        }
+        pthread_mutex_unlock(&w->lock);
+        return 0;
+    }
+    taken = tcf_rtake(w, &sig, tcf_rappend_launch, &l);
+    if (taken)
+        *result = CUDA_SUCCESS;
+    pthread_mutex_unlock(&w->lock);
+    return taken;
+}
+
+int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds)
+{
+    if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) ||
+        atomic_load_explicit(&tcf_rcapturing, memory_order_relaxed))
+        return 0;
+    tcf_window_t *w = tcf_window_for(stream, ptds);
+    tcf_rorder(w);
+    if (!w || !__atomic_load_n(&w->nheld, __ATOMIC_RELAXED))
+        return 0;
+    int taken = 0;
+    pthread_mutex_lock(&w->lock);
+    if (w->nheld && w->rstate == TCF_R_HOLD) {
+        tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
+        if (e) {
+            uint64_t t = e->t;
+            memset(e, 0, sizeof *e);
+            e->t = t;
+            e->kind = TCF_EV_FREE;
+            e->held = 1;
+            e->stream = (uint64_t)(uintptr_t)stream;
+            e->u.m.call = "cuMemFreeAsync";
+            e->u.m.ptr = ptr;
+            w->nheld++;
+            atomic_fetch_add(&tcf_ctr.frees, 1);
+            atomic_fetch_add(&tcf_ctr.frees_stream, 1);
+            atomic_fetch_add(&tcf_rctr.held_frees, 1);
+            taken = 1;
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    return taken;
+}
+
+/* A memset or a device-to-device copy: a node of the graph like a launch. */
+static int tcf_replay_op(tcf_event_t *proto, CUstream stream, int ptds)
+{
+    if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) ||
+        atomic_load_explicit(&tcf_rcapturing, memory_order_relaxed))
+        return 0;
+    tcf_window_t *w = tcf_window_for(stream, ptds);
+    tcf_rorder(w);
+    if (!w || w->stream == (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD)
+        return 0;
+    proto->held = 1;
+    proto->stream = (uint64_t)(uintptr_t)stream;
+    tcf_rsig_t sig;
+    tcf_rsig_of_op(proto->kind == TCF_EV_MEMSET ? TCF_R_KIND_MEMSET : TCF_R_KIND_MEMCPY,
+                   proto->kind == TCF_EV_MEMSET ? proto->u.op.elem : 0, proto->u.op.count, &sig);
+    pthread_mutex_lock(&w->lock);
+    int taken = tcf_rtake(w, &sig, tcf_rappend_op, proto);
+    pthread_mutex_unlock(&w->lock);
+    return taken;
+}
+
+int tcf_replay_memset(const char *call, CUdeviceptr dst, unsigned value, unsigned elem,
+                      size_t count, CUstream stream, int ptds)
+{
+    tcf_event_t e = { .kind = TCF_EV_MEMSET };
+    e.u.op.call = call, e.u.op.dst = dst, e.u.op.value = value, e.u.op.elem = elem;
+    e.u.op.count = count;
+    return tcf_replay_op(&e, stream, ptds);
+}
+
+int tcf_replay_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, int ptds)
+{
+    tcf_event_t e = { .kind = TCF_EV_MEMCPY };
+    e.u.op.call = "cuMemcpyDtoDAsync", e.u.op.dst = dst, e.u.op.src = src, e.u.op.count = bytes;
+    return tcf_replay_op(&e, stream, ptds);
+}
+
+void tcf_replay_capture_begin(void)
+{
+    atomic_fetch_add(&tcf_rcapturing, 1);
+    atomic_fetch_add(&tcf_rctr.app_captures, 1);
+    tcf_rworker_idle();   /* no instantiation of ours may run inside the capture */
+}
+
+void tcf_replay_capture_end(void)
+{
+    int c = atomic_load(&tcf_rcapturing);
+    while (c > 0 && !atomic_compare_exchange_weak(&tcf_rcapturing, &c, c - 1))
+        ;
+}
+
+int tcf_rcapture_active(void)
+{
+    return atomic_load_explicit(&tcf_rcapturing, memory_order_relaxed);
+}
+
+/* A child of fork() holds nothing (its parent issues what it held) and starts nothing:
+ * CUDA is not usable in it anyway. */
+static void tcf_rfork_child(void)
+{
+    atomic_store(&tcf_ron, 0);
+}
+
+void tcf_replay_init(void)
+{
+    tcf_rcap = tcf_window_cap();
+    if (!tcf_rgraph_api()) {
+        atomic_fetch_add(&tcf_rctr.gave_up[TCF_RG_no_graph_api], 1);
+        tcf_log(TCF_LOG_WARN, "graph mode: the driver lacks the graph API; nothing is held");
+        return;
+    }
+    if (tcf_rworker_start() != 0) {
+        tcf_log(TCF_LOG_WARN, "graph mode: no worker thread could be started; nothing is held");
+        return;
+    }
+    pthread_atfork(NULL, NULL, tcf_rfork_child);
+    atomic_store(&tcf_ron, 1);
+}
+
+/* At exit (twice: the handler registered at the first held launch, then capture's
+ * shutdown). What is held is issued, not dropped: a program may exit without a
+ * synchronize and still expect its work done, as eager gives it. From here on nothing is
+ * held and no graph is made; the worker is parked once out of its job. */
+void tcf_replay_stop(void)
+{
+    if (atomic_exchange(&tcf_ron, 0) == 0 && !atomic_load(&tcf_rholding)) {
+        tcf_rworker_stop();
+        return;
+    }
+    unsigned n = tcf_window_count();
+    for (unsigned i = 0; i < n; i++) {
+        tcf_window_t *w = tcf_window_at(i);
+        pthread_mutex_lock(&w->lock);
+        if (w->nheld) {
+            tcf_rissue_held(w);
+            atomic_fetch_add(&tcf_rctr.issued_exit, 1);
+        }
+        w->rstate = TCF_R_PASS;
+        pthread_mutex_unlock(&w->lock);
+    }
+    tcf_rworker_stop();
+}

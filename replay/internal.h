@@ -1,0 +1,263 @@
+/* replay's private pieces, shared by its files. Nothing outside replay/ includes it.
+ *
+ *   key.c     the structural key of a window, launch by launch, and the set of the ready
+ *             graphs' key prefixes that says whether to hold the next launch
+ *   hold.c    the launch path: hold or pass each launch, frees, stream order, cuts, exit
+ *   flush.c   a window's close: run it as its graph, or as issued, and learn its key
+ *   plan.c    the table of keys: counts, graphs by key, least recently used, give-ups
+ *   graph.c   the driver's graph API: build, instantiate, patch, update, launch, destroy
+ *   worker.c  the background thread that instantiates graphs
+ *   stats.c   counters and the summary's lines
+ */
+#ifndef TCF_REPLAY_INTERNAL_H
+#define TCF_REPLAY_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "base/driver.h"
+#include "capture/window.h"
+#include "config/config.h"
+#include "recognize/recognize.h"
+#include "replay/replay.h"
+
+/* --- a window's state (tcf_window_t.rstate) ------------------------------------------ */
+enum {
+    TCF_R_FRESH = 0,   /* no launch yet: the next one decides */
+    TCF_R_HOLD,        /* every launch so far held, on a ready graph's path */
+    TCF_R_PASS,        /* issued as it comes; learned when it closes */
+};
+
+/* The reasons replay itself closes a window with (compared by address). */
+extern const char tcf_r_cut_unsupported[];  /* before a launch a node cannot carry */
+extern const char tcf_r_cut_after[];        /* after it */
+/* A cut (the cap, or one of replay's own) counts windows since the stream's boundary; any
+ * other reason is a boundary and starts the count again. */
+int tcf_r_is_cut(const char *reason);
+/* The window ordinal's cap: a program that never reaches a boundary still repeats keys. */
+#define TCF_R_ORD_MAX 63
+
+/* --- keys (key.c) -------------------------------------------------------------------- */
+/* What a graph's node depends on: everything but the parameter values. No padding: it is
+ * compared with memcmp. */
+typedef struct {
+    uint64_t handle;     /* CUfunction or CUkernel, as launched */
+    uint64_t attrs;      /* digest of the launch attributes a node carries; 0 none */
+    uint32_t grid[3], block[3], smem, pbytes;
+    uint32_t form;       /* TCF_R_FORM_* */
+    uint32_t kind;       /* TCF_KIND_KERNEL or TCF_KIND_FUNCTION */
+} tcf_rsig_t;
+
+enum { TCF_R_FORM_PARAMS = 0, TCF_R_FORM_EXTRA = 1 };
+/* A node that is not a kernel (tcf_rsig_t.kind): a device memset (grid[0] the element
+ * size, grid[1..2] the count) or a device-to-device copy (grid[1..2] the bytes). Its
+ * 16 bytes are dst and value, or dst and src. */
+enum { TCF_R_KIND_MEMSET = 16, TCF_R_KIND_MEMCPY = 17 };
+#define TCF_R_OP_BYTES 16
+
+/* Whether event e becomes a node of a graph (a launch, a memset, a copy). */
+static inline int tcf_revent_node(const tcf_event_t *e)
+{
+    return e->kind == TCF_EV_LAUNCH || e->kind == TCF_EV_MEMSET || e->kind == TCF_EV_MEMCPY;
+}
+/* The bytes a node of event e holds: a launch's parameters in w's arena, or a memset's
+ * or copy's 16 bytes written into op. */
+const uint8_t *tcf_revent_bytes(const tcf_window_t *w, const tcf_event_t *e,
+                                uint8_t op[TCF_R_OP_BYTES]);
+
+uint64_t tcf_rkey_seed(uint64_t ctx, uint64_t stream, uint32_t ord);
+uint64_t tcf_rkey_step(uint64_t h, const tcf_rsig_t *s);
+
+/* Why a launch cannot be held (and cuts its window); 0: it can. */
+enum {
+    TCF_RN_OK = 0, TCF_RN_PTDS, TCF_RN_ATTR, TCF_RN_PARAMS, TCF_RN_KERNEL, TCF_RN_TOO_MANY_ATTRS,
+    TCF_RN__COUNT
+};
+extern const char *const tcf_rn_names[TCF_RN__COUNT];
+/* The signature of launch l on window w, and whether a node can carry it. *bad_attr is
+ * set to the first attribute id that refused it. */
+int tcf_rsig_of_launch(const tcf_window_t *w, const tcf_launch_t *l, tcf_rsig_t *s,
+                       int *bad_attr);
+/* The same for a recorded launch event (learning): 0 when a graph could carry it. */
+int tcf_rsig_of_event(const tcf_window_t *w, const tcf_event_t *e, tcf_rsig_t *s);
+/* The signature of a memset (elem 1, 2, 4) or a copy (elem 0) of count elements. */
+void tcf_rsig_of_op(int kind, unsigned elem, uint64_t count, tcf_rsig_t *s);
+/* Whether a node carries these attributes (and their digest). */
+int tcf_rattrs_ok(const CUlaunchAttribute *a, unsigned n, uint64_t *digest, int *bad);
+
+/* The prefix set: every prefix of every ready graph's key. Lock-free reads (every
+ * launch of a window that may be held asks it), inserts under the plan table's lock. */
+#define TCF_RPREFIX_BITS 16
+#define TCF_RPREFIX_PROBE 16
+extern _Atomic uint64_t tcf_rprefix[1u << TCF_RPREFIX_BITS];
+static inline int tcf_rprefix_has(uint64_t h)
+{
+    h |= 1;  /* never 0: 0 is an empty slot */
+    unsigned i = (unsigned)((h * 0x9E3779B97F4A7C15ull) >> (64 - TCF_RPREFIX_BITS));
+    for (int p = 0; p < TCF_RPREFIX_PROBE; p++, i = (i + 1) & ((1u << TCF_RPREFIX_BITS) - 1)) {
+        uint64_t v = atomic_load_explicit(&tcf_rprefix[i], memory_order_relaxed);
+        if (v == h)
+            return 1;
+        if (!v)
+            return 0;
+    }
+    return 0;
+}
+/* Adds h; 0, or -1 when its probe run is full (then that window is not held). */
+int tcf_rprefix_add(uint64_t h);
+void tcf_rprefix_clear(void);
+
+/* --- plans (plan.c) ------------------------------------------------------------------ */
+enum { TCF_RP_COUNTING = 0, TCF_RP_BUILDING, TCF_RP_READY, TCF_RP_GIVEN_UP };
+
+/* Named reasons a key was given up (the stats print them). */
+#define TCF_RGIVEUP(X) X(no_graph_api, "no-graph-api") X(create_failed, "create-failed")   \
+    X(node_refused, "node-refused") X(instantiate_failed, "instantiate-failed")            \
+    X(update_failed, "update-failed") X(launch_failed, "launch-failed")                    \
+    X(too_large, "too-large") X(out_of_memory, "out-of-memory") X(not_faster, "not-faster")
+enum {
+#define TCF_RG_ENUM(id, name) TCF_RG_##id,
+    TCF_RGIVEUP(TCF_RG_ENUM)
+#undef TCF_RG_ENUM
+    TCF_RG__COUNT
+};
+extern const char *const tcf_rg_names[TCF_RG__COUNT];
+
+/* One node of a plan: its launch's signature, where its last bytes are kept in the
+ * plan's shadow, its attributes (applied once, at build) and the graph's node. */
+typedef struct {
+    tcf_rsig_t         sig;
+    tcf_kernel_t      *k;              /* for the parameter layout; NULL for a memset or copy */
+    uint32_t           soff;           /* in shadow */
+    uint32_t           nattr;
+    CUlaunchAttribute *attr;           /* nattr of them, applied once, at build */
+    CUgraphNode        node;
+} tcf_rnode_t;
+
+typedef struct tcf_rplan {
+    uint64_t          key, seed;
+    uint64_t          ctx, stream;
+    uint32_t          seen;            /* windows with this key not replayed (learned) */
+    int               state;           /* TCF_RP_*, under the table's lock */
+    int               reason;          /* TCF_RG_* once given up */
+    uint32_t          n;               /* nodes */
+    tcf_rnode_t      *nodes;
+    uint8_t          *shadow;          /* each node's parameter bytes at its last replay */
+    uint32_t          shadow_len;
+    CUgraph           graph;           /* the one exec was instantiated from */
+    CUgraphExec       exec;
+    uint64_t          mem;             /* device memory held, estimated */
+    uint64_t          used;            /* recency: the table's tick at its last replay */
+    int               busy;            /* flushes using it now (table lock) */
+    uint64_t          replays;
+    int               built_sync;      /* instantiated on the application's thread */
+    /* Does it pay: the stream's time from this key's window to the next window, as issued
+     * and as a graph (microseconds, the last TCF_R_SAMPLES of each), written under the
+     * stream's window lock. */
+    uint32_t          t_issued[8], t_graph[8];
+    uint32_t          n_issued, n_graph;
+    struct tcf_rplan *qnext;           /* the worker's queue */
+} tcf_rplan_t;
+
+extern pthread_mutex_t tcf_rplan_lock;
+
+/* The plan of key (made, counting, when new); NULL when the table is full. Lock held. */
+tcf_rplan_t *tcf_rplan_get(uint64_t key, int make);
+/* Ready: takes it for a replay (busy, recency); done gives it back. Lock held. */
+void tcf_rplan_take(tcf_rplan_t *p);
+void tcf_rplan_done(tcf_rplan_t *p);
+/* The worker made p ready: its prefixes join the set, memory is counted, and the least
+ * recently replayed plans go past the caps. Lock held. */
+void tcf_rplan_ready(tcf_rplan_t *p);
+/* Gives key p up for good (its graph destroyed later). Lock held. */
+void tcf_rplan_give_up(tcf_rplan_t *p, int reason);
+/* Graphs dropped a while ago are destroyed (by the worker, between jobs; lock held). */
+void tcf_rplan_retired_destroy(int all);
+/* Live graphs and their estimated device memory. */
+void tcf_rplan_held(uint64_t *graphs, uint64_t *mem, uint64_t *peak);
+/* Every plan's bookkeeping for the summary: keys, ready, building, given up. */
+void tcf_rplan_census(uint64_t *keys, uint64_t *ready, uint64_t *building, uint64_t *given_up);
+
+/* Does it pay (plan.c): a window of p's key took `us` to the stream's next window, run as
+ * a graph or as issued (w locked). Once TCF_R_SAMPLES graph runs are in, a key whose
+ * graph runs are not faster than its runs as issued (medians) is given up (not-faster):
+ * holding costs the GPU its start, and a window that closes at a synchronize exposes its
+ * whole run, which a graph must win back in launch time. */
+#define TCF_R_SAMPLES 8
+void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns);
+/* One window in this many, chosen at random, runs as issued although it could be held,
+ * to keep the comparison's as-issued side current. */
+#define TCF_R_EXPLORE 128
+
+/* --- graphs (graph.c) ---------------------------------------------------------------- */
+/* Whether the driver has every entry point graph mode needs. */
+int tcf_rgraph_api(void);
+/* Builds p's graph from its nodes and shadow and instantiates it (ctx must be current).
+ * 0, or -1 with *reason a TCF_RG_*. Nothing is left allocated on failure. */
+int tcf_rgraph_build(tcf_rplan_t *p, int *reason);
+/* Runs window w's held launches as p's graph on stream: patches the nodes whose bytes
+ * differ from the shadow (a failed patch updates the whole graph, then re-instantiates),
+ * launches it, then issues the held frees. 0 replayed; -1 nothing ran (the caller issues
+ * the held work as is), with *reason set when the key must be given up. */
+int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched);
+/* Destroys an exec and its graph (either may be NULL). */
+void tcf_rgraph_destroy(CUgraph g, CUgraphExec x);
+/* The device memory a graph of p's shape is estimated to hold. */
+uint64_t tcf_rgraph_mem_estimate(const tcf_rplan_t *p);
+/* One launch event of w as the driver's node parameters (kernelParams in pp, room for
+ * the kernel's parameter count; extra in ex). */
+void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
+                      uint8_t *bytes, void **pp, void **ex, size_t *exsize,
+                      CUDA_KERNEL_NODE_PARAMS *np);
+
+/* --- the worker (worker.c) ----------------------------------------------------------- */
+int  tcf_rworker_start(void);
+/* Queues p (lock held) for instantiation. */
+void tcf_rworker_enqueue(tcf_rplan_t *p);
+/* Waits until the worker is out of any job (it takes none while a capture is under way). */
+void tcf_rworker_idle(void);
+/* At exit: waits for the job in hand, parks the worker, drops the queue. */
+void tcf_rworker_stop(void);
+/* The worker's build of p (also the application thread's, with TCFUSE_REPLAY_SYNC):
+ * context, graph, instantiation, then ready or given up. */
+void tcf_rworker_build(tcf_rplan_t *p);
+
+/* --- issuing (hold.c) ---------------------------------------------------------------- */
+/* Issues w's held work as the application issued it (w locked); its held count to 0. */
+void tcf_rissue_held(tcf_window_t *w);
+/* w's held work went out (as a graph): its held count to 0. */
+void tcf_rheld_done(tcf_window_t *w);
+/* w's context made current on this thread; returns what to restore (or NULL). */
+int tcf_rctx_enter(const tcf_window_t *w, CUcontext *prev);
+void tcf_rctx_leave(int switched, CUcontext prev);
+/* Application stream captures under way: nothing is held, learned or instantiated. */
+int tcf_rcapture_active(void);
+/* Windows holding work now (a hint; windows' locks guard the truth). */
+extern atomic_int tcf_rholding;
+/* Graph mode is on: holding allowed. */
+extern atomic_int tcf_ron;
+
+/* --- counters (stats.c) -------------------------------------------------------------- */
+#define TCF_R_PATCH_BUCKETS 12   /* nodes patched per replay: 0, 1, 2-3, ..., 512+ */
+typedef struct {
+    atomic_ullong held, held_frees, held_ops, holds; /* launches, frees, memsets and copies;
+                                                      * windows held */
+    atomic_ullong replayed, launches_replayed, frees_after;
+    atomic_ullong patched, patch_max, patches_hist[TCF_R_PATCH_BUCKETS];
+    atomic_ullong issued_diverged, issued_no_graph, issued_order, issued_failed,
+                  issued_collision, issued_exit, issued_held_launches;
+    atomic_ullong learned, learn_untracked, not_buildable;
+    atomic_ullong built_bg, built_sync, updates, reinstantiated, evicted, patch_failed;
+    atomic_ullong gave_up[TCF_RG__COUNT];
+    atomic_ullong not_held[TCF_RN__COUNT];
+    atomic_ullong not_held_attr_id[32];
+    atomic_ullong capturing, app_captures, held_failed, explored;
+    atomic_ullong cuts_unsupported;
+} tcf_rcounters_t;
+extern tcf_rcounters_t tcf_rctr;
+void tcf_rstats_patched(uint32_t n);
+
+#endif

@@ -1,0 +1,236 @@
+/* The table of replay keys: how often each was seen, and the graph of those that became
+ * one. Entries are never freed (a key given up stays given up; an evicted one counts
+ * again from zero), so a pointer found under the lock stays valid; a plan in use by a
+ * flush (busy) is never evicted. Graphs are capped in number (TCFUSE_REPLAY_GRAPHS) and in
+ * estimated device memory (TCFUSE_REPLAY_MEMORY): past either, the least recently
+ * replayed go. A dropped graph is destroyed by the worker, outside the lock (the driver
+ * frees an executable graph still in flight when it completes). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/internal.h"
+
+#define TCF_RPLANS_BITS 14
+#define TCF_RPLANS (1u << TCF_RPLANS_BITS)
+#define TCF_RRETIRE 256
+
+pthread_mutex_t tcf_rplan_lock = PTHREAD_MUTEX_INITIALIZER;
+static tcf_rplan_t *tcf_rplans[TCF_RPLANS];
+static uint64_t tcf_rnplans, tcf_rtick, tcf_rlive, tcf_rmem, tcf_rpeak;
+static struct { CUgraph g; CUgraphExec x; } tcf_rretired[TCF_RRETIRE];
+static unsigned tcf_rnretired;
+
+const char *const tcf_rg_names[TCF_RG__COUNT] = {
+#define TCF_RG_NAME(id, name) name,
+    TCF_RGIVEUP(TCF_RG_NAME)
+#undef TCF_RG_NAME
+};
+
+tcf_rplan_t *tcf_rplan_get(uint64_t key, int make)
+{
+    unsigned i = (unsigned)((key * 0x9E3779B97F4A7C15ull) >> (64 - TCF_RPLANS_BITS));
+    for (unsigned probe = 0; probe < 64; probe++, i = (i + 1) & (TCF_RPLANS - 1)) {
+        tcf_rplan_t *p = tcf_rplans[i];
+        if (p && p->key == key)
+            return p;
+        if (!p) {
+            if (!make || tcf_rnplans >= TCF_RPLANS * 3 / 4)
+                return NULL;
+            p = calloc(1, sizeof *p);
+            if (!p)
+                return NULL;
+            p->key = key;
+            tcf_rplans[i] = p;
+            tcf_rnplans++;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+void tcf_rplan_take(tcf_rplan_t *p)
+{
+    p->busy++;
+    p->used = ++tcf_rtick;
+}
+
+void tcf_rplan_done(tcf_rplan_t *p)
+{
+    p->busy--;
+}
+
+/* The graph goes to the worker to destroy; the plan keeps its key and its counts. */
+static void tcf_rplan_drop_graph(tcf_rplan_t *p)
+{
+    if (p->exec || p->graph) {
+        if (tcf_rnretired < TCF_RRETIRE) {
+            tcf_rretired[tcf_rnretired].g = p->graph;
+            tcf_rretired[tcf_rnretired].x = p->exec;
+            tcf_rnretired++;
+        }  /* else leaked: the context's end frees it */
+        if (p->state == TCF_RP_READY) {
+            tcf_rlive--;
+            tcf_rmem -= p->mem;
+        }
+    }
+    p->graph = NULL, p->exec = NULL, p->mem = 0;
+    for (uint32_t i = 0; i < p->n && p->nodes; i++)
+        free(p->nodes[i].nattr ? p->nodes[i].attr : NULL);
+    free(p->nodes);
+    free(p->shadow);
+    p->nodes = NULL, p->shadow = NULL, p->n = 0, p->shadow_len = 0;
+}
+
+/* Every ready plan's prefixes, again: after a graph leaves, windows stop holding on its
+ * path. Readers meanwhile may miss a prefix (the window then runs as issued). */
+static void tcf_rprefix_rebuild(void)
+{
+    tcf_rprefix_clear();
+    for (unsigned i = 0; i < TCF_RPLANS; i++) {
+        tcf_rplan_t *p = tcf_rplans[i];
+        if (!p || p->state != TCF_RP_READY)
+            continue;
+        uint64_t h = p->seed;
+        for (uint32_t j = 0; j < p->n; j++) {
+            h = tcf_rkey_step(h, &p->nodes[j].sig);
+            tcf_rprefix_add(h);
+        }
+    }
+}
+
+void tcf_rplan_give_up(tcf_rplan_t *p, int reason)
+{
+    int was_ready = p->state == TCF_RP_READY;
+    atomic_fetch_add(&tcf_rctr.gave_up[reason], 1);
+    tcf_log(TCF_LOG_INFO, "graph mode: key %016llx given up (%s) after %llu replays",
+            (unsigned long long)p->key, tcf_rg_names[reason], (unsigned long long)p->replays);
+    if (!p->busy)
+        tcf_rplan_drop_graph(p);
+    p->state = TCF_RP_GIVEN_UP;
+    p->reason = reason;
+    if (was_ready)
+        tcf_rprefix_rebuild();
+}
+
+/* The least recently replayed ready plan other than `keep` that no flush is using. */
+static tcf_rplan_t *tcf_rplan_lru(const tcf_rplan_t *keep)
+{
+    tcf_rplan_t *best = NULL;
+    for (unsigned i = 0; i < TCF_RPLANS; i++) {
+        tcf_rplan_t *p = tcf_rplans[i];
+        if (p && p != keep && p->state == TCF_RP_READY && !p->busy &&
+            (!best || p->used < best->used))
+            best = p;
+    }
+    return best;
+}
+
+void tcf_rplan_ready(tcf_rplan_t *p)
+{
+    uint64_t cap_n = (uint64_t)tcf_cfg.replay_graphs, cap_mem = (uint64_t)tcf_cfg.replay_memory;
+    if (p->mem > cap_mem) {
+        p->state = TCF_RP_BUILDING;  /* not counted live yet */
+        tcf_rplan_give_up(p, TCF_RG_too_large);
+        return;
+    }
+    p->state = TCF_RP_READY;
+    p->used = ++tcf_rtick;
+    tcf_rlive++;
+    tcf_rmem += p->mem;
+    int evicted = 0;
+    while (tcf_rlive > cap_n || tcf_rmem > cap_mem) {
+        tcf_rplan_t *v = tcf_rplan_lru(p);
+        if (!v)
+            break;
+        tcf_rplan_drop_graph(v);
+        v->state = TCF_RP_COUNTING;
+        v->seen = 0;
+        atomic_fetch_add(&tcf_rctr.evicted, 1);
+        evicted = 1;
+    }
+    if (tcf_rmem > tcf_rpeak)
+        tcf_rpeak = tcf_rmem;
+    if (evicted) {
+        tcf_rprefix_rebuild();
+        return;
+    }
+    uint64_t h = p->seed;
+    for (uint32_t j = 0; j < p->n; j++) {
+        h = tcf_rkey_step(h, &p->nodes[j].sig);
+        tcf_rprefix_add(h);
+    }
+}
+
+void tcf_rplan_retired_destroy(int all)
+{
+    (void)all;
+    for (;;) {
+        pthread_mutex_lock(&tcf_rplan_lock);
+        if (!tcf_rnretired) {
+            pthread_mutex_unlock(&tcf_rplan_lock);
+            return;
+        }
+        tcf_rnretired--;
+        CUgraph g = tcf_rretired[tcf_rnretired].g;
+        CUgraphExec x = tcf_rretired[tcf_rnretired].x;
+        pthread_mutex_unlock(&tcf_rplan_lock);
+        tcf_rgraph_destroy(g, x);
+    }
+}
+
+void tcf_rplan_held(uint64_t *graphs, uint64_t *mem, uint64_t *peak)
+{
+    pthread_mutex_lock(&tcf_rplan_lock);
+    *graphs = tcf_rlive, *mem = tcf_rmem, *peak = tcf_rpeak;
+    pthread_mutex_unlock(&tcf_rplan_lock);
+}
+
+void tcf_rplan_census(uint64_t *keys, uint64_t *ready, uint64_t *building, uint64_t *given_up)
+{
+    pthread_mutex_lock(&tcf_rplan_lock);
+    *keys = tcf_rnplans, *ready = *building = *given_up = 0;
+    for (unsigned i = 0; i < TCF_RPLANS; i++) {
+        const tcf_rplan_t *p = tcf_rplans[i];
+        if (!p)
+            continue;
+        *ready += p->state == TCF_RP_READY;
+        *building += p->state == TCF_RP_BUILDING;
+        *given_up += p->state == TCF_RP_GIVEN_UP;
+    }
+    pthread_mutex_unlock(&tcf_rplan_lock);
+}
+
+static uint32_t tcf_median8(const uint32_t *v, uint32_t n)
+{
+    uint32_t s[8];
+    n = n < 8 ? n : 8;
+    memcpy(s, v, n * sizeof *s);
+    for (uint32_t i = 1; i < n; i++)
+        for (uint32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+            uint32_t t = s[j];
+            s[j] = s[j - 1], s[j - 1] = t;
+        }
+    return n ? s[n / 2] : 0;
+}
+
+void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns)
+{
+    uint64_t us = ns / 1000;
+    uint32_t v = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+    if (graph)
+        p->t_graph[p->n_graph++ % 8] = v;
+    else
+        p->t_issued[p->n_issued++ % 8] = v;
+    if (!graph || p->n_graph < TCF_R_SAMPLES || p->n_issued < 3)
+        return;
+    uint32_t g = tcf_median8(p->t_graph, p->n_graph), e = tcf_median8(p->t_issued, p->n_issued);
+    if (g < e)
+        return;
+    pthread_mutex_lock(&tcf_rplan_lock);
+    if (p->state == TCF_RP_READY) {
+        tcf_log(TCF_LOG_INFO, "graph mode: key %016llx: %u us as a graph, %u us as issued "
+                "(medians): not replayed", (unsigned long long)p->key, g, e);
+        tcf_rplan_give_up(p, TCF_RG_not_faster);
+    }
+    pthread_mutex_unlock(&tcf_rplan_lock);
+}

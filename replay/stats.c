@@ -1,0 +1,111 @@
+/* Graph mode's counters and its lines of the summary printed at exit (TCFUSE_STATS=1). */
+#include <stdio.h>
+#include <string.h>
+
+#include "replay/internal.h"
+
+tcf_rcounters_t tcf_rctr;
+
+void tcf_rstats_patched(uint32_t n)
+{
+    unsigned b = 0;
+    while (b + 1 < TCF_R_PATCH_BUCKETS && (1u << b) <= n)
+        b++;
+    atomic_fetch_add_explicit(&tcf_rctr.patches_hist[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_rctr.patched, n, memory_order_relaxed);
+    unsigned long long m = atomic_load_explicit(&tcf_rctr.patch_max, memory_order_relaxed);
+    while (n > m && !atomic_compare_exchange_weak(&tcf_rctr.patch_max, &m, n))
+        ;
+}
+
+#define L(x) atomic_load(&tcf_rctr.x)
+
+static void tcf_mib(char *buf, size_t cap, uint64_t bytes)
+{
+    snprintf(buf, cap, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
+}
+
+void tcf_replay_stats_print(void)
+{
+    unsigned long long rep = L(replayed), lrep = L(launches_replayed), all = atomic_load(&tcf_ctr.launches);
+    tcf_out("  replay        %llu windows run as graphs (%llu launches, %.1f%% of all); %llu "
+            "windows held (%llu launches, %llu memsets and copies, %llu frees)",
+            rep, lrep, all ? 100.0 * (double)lrep / (double)all : 0.0, L(holds), L(held),
+            L(held_ops), L(held_frees));
+    char line[512];
+    size_t len = 0;
+    line[0] = '\0';
+    for (unsigned b = 0; b < TCF_R_PATCH_BUCKETS && len < sizeof line; b++) {
+        unsigned long long c = L(patches_hist[b]);
+        if (!c)
+            continue;
+        unsigned lo = b ? 1u << (b - 1) : 0, hi = b ? (1u << b) - 1 : 0;
+        if (b + 1 == TCF_R_PATCH_BUCKETS)
+            len += (size_t)snprintf(line + len, sizeof line - len, " %u+:%llu", lo, c);
+        else if (lo == hi)
+            len += (size_t)snprintf(line + len, sizeof line - len, " %u:%llu", lo, c);
+        else
+            len += (size_t)snprintf(line + len, sizeof line - len, " %u-%u:%llu", lo, hi, c);
+    }
+    tcf_out("  patches       nodes patched per replay:%s; mean %.2f, max %llu", len ? line : " none",
+            rep ? (double)L(patched) / (double)rep : 0.0, L(patch_max));
+    tcf_out("  as issued     held windows run as issued: %llu left a graph's path, %llu closed "
+            "without a ready graph, %llu for another stream's order, %llu at exit, %llu failed, "
+            "%llu mismatched; %llu windows run as issued to time them",
+            L(issued_diverged), L(issued_no_graph), L(issued_order), L(issued_exit),
+            L(issued_failed), L(issued_collision), L(explored));
+    uint64_t graphs, mem, peak, keys, ready, building, given_up;
+    tcf_rplan_held(&graphs, &mem, &peak);
+    tcf_rplan_census(&keys, &ready, &building, &given_up);
+    char m1[32], m2[32];
+    tcf_mib(m1, sizeof m1, mem);
+    tcf_mib(m2, sizeof m2, peak);
+    tcf_out("  graphs        %llu made (%llu in the background, %llu on the application's "
+            "thread), %llu whole-graph updates, %llu re-instantiated, %llu evicted; %llu held, "
+            "~%s of device memory (peak ~%s)",
+            L(built_bg) + L(built_sync), L(built_bg), L(built_sync), L(updates),
+            L(reinstantiated), L(evicted), (unsigned long long)graphs, m1, m2);
+    tcf_out("  keys          %llu windows learned, %llu distinct keys: %llu with a graph, %llu "
+            "building, %llu given up; %llu too short or not carriable%s",
+            L(learned), (unsigned long long)keys, (unsigned long long)ready,
+            (unsigned long long)building, (unsigned long long)given_up, L(not_buildable),
+            L(learn_untracked) ? " (some untracked: table full)" : "");
+    len = 0;
+    line[0] = '\0';
+    for (int r = 0; r < TCF_RG__COUNT; r++) {
+        unsigned long long c = L(gave_up[r]);
+        if (c)
+            len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %llu", len ? ", " : "",
+                                    tcf_rg_names[r], c);
+    }
+    if (len)
+        tcf_out("  given up      %s", line);
+    len = 0;
+    line[0] = '\0';
+    for (int r = 1; r < TCF_RN__COUNT && len < sizeof line; r++) {
+        unsigned long long c = L(not_held[r]);
+        if (!c)
+            continue;
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %llu", len ? ", " : "",
+                                tcf_rn_names[r], c);
+        if (r == TCF_RN_ATTR) {
+            len += (size_t)snprintf(line + len, sizeof line - len, " (ids");
+            for (int id = 0; id < 32 && len < sizeof line; id++)
+                if (L(not_held_attr_id[id]))
+                    len += (size_t)snprintf(line + len, sizeof line - len, " %d:%llu", id,
+                                            L(not_held_attr_id[id]));
+            len += (size_t)snprintf(line + len, sizeof line - len, ")");
+        }
+    }
+    if (L(capturing) && len < sizeof line)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%sduring the application's "
+                                "stream captures %llu (%llu captures)", len ? ", " : "",
+                                L(capturing), L(app_captures));
+    if (len)
+        tcf_out("  not held      %s", line);
+    if (L(cuts_unsupported))
+        tcf_out("  cuts          %llu before launches a node cannot carry", L(cuts_unsupported));
+    if (L(held_failed) || L(patch_failed))
+        tcf_out("  problems      %llu held launches or frees the driver refused when issued, "
+                "%llu patches refused", L(held_failed), L(patch_failed));
+}

@@ -1,0 +1,229 @@
+#!/usr/bin/env bats
+# Graph mode (TCFUSE_MODE=graph) against the stand-in driver: whatever is held and replayed
+# as a graph, the kernels that run (the stub logs each launch, and each node of a graph it
+# launches, with its parameter bytes) are eager's, byte for byte, in eager's order per
+# stream; frees follow the kernels that read their block; nothing is held inside the
+# application's own stream capture; every failure of the graph API falls back to the
+# launches as issued, under a named reason. tests/stub/progs/replay.c lists the scenarios.
+
+load helpers
+
+# What ran on the device, one line each, launched or as a graph's node: kernels (name,
+# grid, block, smem, stream, parameter bytes), memsets ("M elem dst value count stream"),
+# copies ("C dst src bytes stream"), and the frees between them ("X ...").
+ran() {
+    grep -E '^(cuLaunchKernel(Ex)?(_ptsz)?|cuGraphLaunch\.(node|memset|memcpy)|cuMemFreeAsync|cuMemsetD(8|16|32)Async|cuMemcpyDtoDAsync_v2) .* rc=0$' "$1" |
+        sed -E 's/^([^ ]+) name=([^ ]+) .*grid=([^ ]+) block=([^ ]+) smem=([^ ]+) stream=([^ ]+).* params=([^ ]*) form=.*/K \2 \3 \4 \5 \6 \7/
+                s/^cuMemsetD(8|16|32)Async dst=([^ ]+) value=([^ ]+) count=([^ ]+) stream=([^ ]+) .*/M \1 \2 \3 \4 \5/
+                s/^cuGraphLaunch\.memset dst=([^ ]+) value=([^ ]+) elem=([^ ]+) count=([^ ]+) stream=([^ ]+) .*/M \3 \1 \2 \4 \5/
+                s/^(cuMemcpyDtoDAsync_v2|cuGraphLaunch\.memcpy) dst=([^ ]+) src=([^ ]+) size=([^ ]+) stream=([^ ]+) .*/C \2 \3 \4 \5/
+                s/^(cuMemFreeAsync) /X \1 /' |
+        sed -E 's/^M 4 /M 32 /; s/^M 2 /M 16 /; s/^M 1 /M 8 /'
+}
+# The same, stream by stream (order kept within each stream).
+ran_by_stream() { ran "$1" | awk '{ print ($1 == "K" ? $6 : "x"), $0 }' | sort -s -k1,1; }
+
+# replay_vs_eager NAME [VAR=VALUE...] -- ARGS...: runs progs/replay ARGS without tcfuse and
+# in graph mode (with the variables), and requires the same output and exit status, and
+# the same kernels run in the same order (per stream with BY_STREAM=1).
+replay_vs_eager() {
+    local name=$1
+    shift
+    local envs=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    base "$name.eager" "$PROGS/replay" "$@"
+    _run "$LIB" "$name.graph" env TCFUSE_MODE=graph TCFUSE_STATS=1 "${envs[@]}" "$PROGS/replay" "$@"
+    [ "$(cat "$T/$name.eager.rc")" = 0 ] || { echo "$name: eager run failed"; cat "$T/$name.eager.out"; return 1; }
+    [ "$(cat "$T/$name.graph.rc")" = 0 ] || { echo "$name: graph run failed"; cat "$T/$name.graph.err"; return 1; }
+    same_text "$name: stdout" "$T/$name.eager.out" "$T/$name.graph.out" || return 1
+    if [ "${BY_STREAM:-0}" = 1 ]; then
+        ran_by_stream "$T/$name.eager.log" >"$T/$name.eager.ran"
+        ran_by_stream "$T/$name.graph.log" >"$T/$name.graph.ran"
+    else
+        ran "$T/$name.eager.log" >"$T/$name.eager.ran"
+        ran "$T/$name.graph.log" >"$T/$name.graph.ran"
+    fi
+    [ -s "$T/$name.eager.ran" ] || { echo "$name: no kernel ran"; return 1; }
+    same_text "$name: kernels run" "$T/$name.eager.ran" "$T/$name.graph.ran"
+}
+
+# stat_num FILE LINE ERE: the number that starts the ERE's first match on the stats line.
+stat_num() { stats_line "$1" "$2" | grep -oE "$3" | head -1 | grep -oE '^[0-9]+'; }
+replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
+
+@test "graph: loops whose pointers and scalars change every iteration run eager's kernels" {
+    local s
+    for s in loop fixed short memset switch; do
+        replay_vs_eager "$s" TCFUSE_REPLAY_SYNC=1 -- "$s" 8
+        [ "$(replayed "$T/$s.graph.err")" -gt 0 ] || { echo "$s: nothing replayed"; cat "$T/$s.graph.err"; return 1; }
+    done
+    # 40 launches cut at 32: windows of 32 and 8, 3 warm-up iterations, then every window
+    # of the 5 iterations left runs as its graph.
+    [ "$(replayed "$T/loop.graph.err")" = 10 ]
+    # memsets and copies are nodes of the graph, patched like kernels (their pointers move)
+    grep -q '^cuGraphLaunch.memset ' "$T/memset.graph.log"
+    grep -q '^cuGraphLaunch.memcpy ' "$T/memset.graph.log"
+    grep -q '^cuGraphExecMemsetNodeSetParams .* rc=0$' "$T/memset.graph.log"
+    grep -q '^cuGraphExecMemcpyNodeSetParams .* rc=0$' "$T/memset.graph.log"
+    expect_line "$T/loop.graph.err" 'replay +10 windows run as graphs \(200 launches'
+    # the same in the background (the iteration that replays first depends on the worker)
+    replay_vs_eager loop-bg -- loop 40
+    replay_vs_eager switch-bg -- switch 40
+}
+
+@test "graph: only the nodes whose bytes changed are patched" {
+    replay_vs_eager fixed TCFUSE_REPLAY_SYNC=1 -- fixed 8
+    expect_line "$T/fixed.graph.err" 'patches +nodes patched per replay: 0:10; mean 0.00, max 0'
+    [ "$(grep -c '^cuGraphExecKernelNodeSetParams_v2 ' "$T/fixed.graph.log")" = 0 ]
+    replay_vs_eager loop TCFUSE_REPLAY_SYNC=1 -- loop 8
+    # each replay patches the nodes of launches with parameters (kd has none): the stub
+    # saw exactly the patches the stats count
+    local n
+    n=$(grep -c '^cuGraphExecKernelNodeSetParams_v2 .* rc=0$' "$T/loop.graph.log")
+    [ "$n" -gt 0 ]
+    awk -v n="$n" '/patches +nodes patched per replay/ { if (index($0, "mean " sprintf("%.2f", n / 10)) == 0) exit 1 }' "$T/loop.graph.err" ||
+        { echo "stub saw $n patches; stats say:"; stats_line "$T/loop.graph.err" patches; return 1; }
+}
+
+@test "graph: windows are cut structurally, never by the idle timer" {
+    replay_vs_eager idle TCFUSE_REPLAY_SYNC=1 TCFUSE_IDLE_US=1 TCFUSE_TRACE="$T/idle.jsonl" -- loop 8
+    ! grep -q '"reason":"idle"' "$T/idle.jsonl"
+    expect_line "$T/idle.graph.err" 'boundaries +cuStreamSynchronize 8, size-cap 8$'
+    # every iteration cuts at the same places: 32 then 8 launches
+    [ "$(grep -c '"ev":"window".*"launches":32,' "$T/idle.jsonl")" = 8 ]
+    [ "$(grep -c '"ev":"window".*"launches":8,' "$T/idle.jsonl")" = 8 ]
+    # the cap is an option
+    replay_vs_eager cap8 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_MAX=8 -- loop 8
+    expect_line "$T/cap8.graph.err" 'window sizes +8-15:40$'
+    # a window shorter than TCFUSE_REPLAY_MIN is never a graph
+    replay_vs_eager min TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_MIN=3 -- short 8
+    [ "$(replayed "$T/min.graph.err")" = 0 ]
+    expect_line "$T/min.graph.err" '1 too short or not carriable'
+}
+
+@test "graph: the trace marks replayed windows, and report --chrome shows them" {
+    replay_vs_eager tr TCFUSE_REPLAY_SYNC=1 TCFUSE_TRACE="$T/tr.jsonl" -- fixed 8
+    trace_valid "$T/tr.jsonl"
+    [ "$(grep -c '"replayed":32,"patched":0' "$T/tr.jsonl")" = 5 ]
+    [ "$(grep -c '"replayed":8,"patched":0' "$T/tr.jsonl")" = 5 ]
+    run "$TCFUSE" report --chrome "$T/tr.json" "$T/tr.jsonl"
+    [ "$status" = 0 ]
+    grep -q 'replayed as a graph' "$T/tr.json"
+}
+
+@test "graph: two streams keep their own order; the legacy stream orders against both" {
+    BY_STREAM=1 replay_vs_eager streams TCFUSE_REPLAY_SYNC=1 -- streams 8
+    [ "$(replayed "$T/streams.graph.err")" -gt 0 ]
+    # the legacy stream against s1: the whole order is eager's
+    replay_vs_eager legacy TCFUSE_REPLAY_SYNC=1 -- legacy 8
+    [ "$(stat_num "$T/legacy.graph.err" 'as issued' "[0-9]+ for another stream's order")" -gt 0 ]
+    # two threads: s0 records an event, s1 waits for it
+    BY_STREAM=1 replay_vs_eager events TCFUSE_REPLAY_SYNC=1 -- events 8
+    [ "$(replayed "$T/events.graph.err")" -gt 0 ]
+}
+
+@test "graph: a free behind held launches goes after the kernels that read its block" {
+    replay_vs_eager free TCFUSE_REPLAY_SYNC=1 -- free 8 || true  # order differs: checked below
+    ran "$T/free.eager.log" | grep '^K' >"$T/free.eager.k"
+    ran "$T/free.graph.log" | grep '^K' >"$T/free.graph.k"
+    same_text "free: kernels run" "$T/free.eager.k" "$T/free.graph.k"
+    expect_line "$T/free.graph.err" 'windows held \([0-9]+ launches, [0-9]+ memsets and copies, [1-9][0-9]* frees\)'
+    # no kernel reading a block runs after its free
+    ran "$T/free.graph.log" | awk '
+        $1 == "X" { sub(/ptr=0x/, "", $3); freed[$3] = 1; next }
+        { for (p in freed) { le = ""; for (i = length(p) - 1; i >= 1; i -= 2) le = le substr(p, i, 2);
+                             if (index($7, le)) { print "kernel after the free of " p ": " $0; bad = 1 } } }
+        END { exit bad }'
+}
+
+@test "graph: nothing is held while the application captures a stream" {
+    replay_vs_eager capture TCFUSE_REPLAY_SYNC=1 -- capture 8
+    expect_line "$T/capture.graph.err" "during the application's stream captures 32 \\(8 captures\\)"
+    [ "$(replayed "$T/capture.graph.err")" -gt 0 ]
+    # between each begin and end, only the application's own launches reach the driver
+    awk '/^cuStreamBeginCapture/ { in_c = 1 } /^cuStreamEndCapture/ { in_c = 0 }
+         in_c && /^(cuGraphLaunch|cuGraphInstantiate|cuGraphAddKernelNode|cuGraphExec)/ { print; bad = 1 }
+         END { exit bad }' \
+        "$T/capture.graph.log"
+}
+
+@test "graph: launches a node cannot carry pass through, alone in their window" {
+    replay_vs_eager attrs TCFUSE_REPLAY_SYNC=1 -- attrs 8
+    expect_line "$T/attrs.graph.err" 'not held +attribute 8 \(ids 2:8\)'
+    expect_line "$T/attrs.graph.err" 'cuts +8 before launches a node cannot carry'
+    # a cluster dimension and a priority are carried by the node
+    grep -q '^cuGraphLaunch.node name=ka_i4_p8 .* attrs=4:10101,8:1 ' "$T/attrs.graph.log"
+    # the per-thread default stream is never held (two threads, 40 launches each)
+    base ptds.eager "$PROGS/mt" -l gpa-ptds ptds 2 40
+    TCFUSE_MODE=graph TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 tcf ptds.graph "$PROGS/mt" -l gpa-ptds ptds 2 40
+    [ "$(cat "$T/ptds.graph.rc")" = 0 ]
+    same_text "ptds: stdout" "$T/ptds.eager.out" "$T/ptds.graph.out"
+    ran "$T/ptds.eager.log" | sort >"$T/ptds.eager.ran"
+    ran "$T/ptds.graph.log" | sort >"$T/ptds.graph.ran"
+    same_text "ptds: kernels run" "$T/ptds.eager.ran" "$T/ptds.graph.ran"
+    expect_line "$T/ptds.graph.err" 'not held +per-thread-stream 80$'
+}
+
+@test "graph: exit with a window held loses no work" {
+    replay_vs_eager exit TCFUSE_REPLAY_SYNC=1 -- exit 8
+    expect_line "$T/exit.graph.err" ' 1 at exit,'
+}
+
+@test "graph: a refused patch updates the whole graph, then re-instantiates, then gives up" {
+    replay_vs_eager patch TCFUSE_REPLAY_SYNC=1 FAKECUDA_FAIL=cuGraphExecKernelNodeSetParams_v2 -- loop 8
+    expect_line "$T/patch.graph.err" 'graphs .* 10 whole-graph updates, 0 re-instantiated'
+    [ "$(replayed "$T/patch.graph.err")" = 10 ]
+    replay_vs_eager update TCFUSE_REPLAY_SYNC=1 \
+        FAKECUDA_FAIL=cuGraphExecKernelNodeSetParams_v2,cuGraphExecUpdate_v2 -- loop 8
+    expect_line "$T/update.graph.err" 'graphs .* 0 whole-graph updates, 10 re-instantiated'
+    [ "$(replayed "$T/update.graph.err")" = 10 ]
+    replay_vs_eager giveup TCFUSE_REPLAY_SYNC=1 \
+        FAKECUDA_FAIL=cuGraphExecKernelNodeSetParams_v2,cuGraphExecUpdate_v2 \
+        FAKECUDA_FAIL_AFTER=cuGraphInstantiateWithFlags:2 -- loop 8
+    expect_line "$T/giveup.graph.err" 'given up +update-failed 2$'
+    [ "$(replayed "$T/giveup.graph.err")" = 0 ]
+    # a key given up is not held again
+    expect_line "$T/giveup.graph.err" 'windows held \(40 launches'
+}
+
+@test "graph: every failure of the graph API runs the launches as issued, named" {
+    local f reason
+    for f in cuGraphCreate:create-failed cuGraphAddKernelNode_v2:node-refused \
+             cuGraphInstantiateWithFlags:instantiate-failed cuGraphLaunch:launch-failed; do
+        reason=${f#*:}
+        replay_vs_eager "fail-${f%%:*}" TCFUSE_REPLAY_SYNC=1 FAKECUDA_FAIL="${f%%:*}" -- loop 8
+        expect_line "$T/fail-${f%%:*}.graph.err" "given up +$reason 2\$"
+        [ "$(replayed "$T/fail-${f%%:*}.graph.err")" = 0 ]
+    done
+    replay_vs_eager fail-attr TCFUSE_REPLAY_SYNC=1 FAKECUDA_FAIL=cuGraphKernelNodeSetAttribute -- attrs 8
+    expect_line "$T/fail-attr.graph.err" 'given up +node-refused 1$'
+}
+
+@test "graph: a key whose graph runs are not faster than its runs as issued is given up" {
+    # every graph launch costs the host 3 ms: after 8 replays each key is timed slower
+    replay_vs_eager slow TCFUSE_REPLAY_SYNC=1 FAKECUDA_GRAPH_DELAY_US=3000 -- loop 20
+    expect_line "$T/slow.graph.err" 'given up +not-faster 2$'
+    [ "$(replayed "$T/slow.graph.err")" = 16 ]
+    # and nothing is held on their path any more
+    expect_line "$T/slow.graph.err" 'windows held \(320 launches'
+    # where launches are dear (0.2 ms each) the same keys are kept
+    replay_vs_eager fast TCFUSE_REPLAY_SYNC=1 FAKECUDA_LAUNCH_DELAY_US=200 -- loop 20
+    ! grep -q 'not-faster' "$T/fast.graph.err"
+    [ "$(replayed "$T/fast.graph.err")" = 34 ]
+}
+
+@test "graph: graphs past TCFUSE_REPLAY_GRAPHS are evicted, least recently replayed first" {
+    replay_vs_eager lru TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_GRAPHS=1 -- switch 8
+    [ "$(stat_num "$T/lru.graph.err" graphs '[0-9]+ evicted')" -gt 0 ]
+    expect_line "$T/lru.graph.err" 'graphs .*; 1 held,'
+    [ "$(replayed "$T/lru.graph.err")" -gt 0 ]
+    # every graph dropped is destroyed
+    [ "$(grep -c '^cuGraphExecDestroy .* rc=0$' "$T/lru.graph.log")" -ge \
+      "$(stat_num "$T/lru.graph.err" graphs '[0-9]+ evicted')" ]
+}
+
+@test "graph: other modes are unchanged by it (observe passes every call as before)" {
+    compare_runs obs "$PROGS/replay" capture 4
+    compare_runs obs2 "$PROGS/replay" attrs 4
+}

@@ -1,0 +1,238 @@
+/* replay [-l METHOD] SCENARIO ITERS: loops of launches for graph mode (TCFUSE_MODE=graph),
+ * each iteration ending with a synchronize unless said otherwise. Every launch's scalars
+ * and pointers change from one iteration to the next (the buffers rotate, the scalars
+ * count), so a replayed window must have its nodes patched to run what eager ran. The
+ * stub logs every kernel that runs, launched or as a graph's node (cuGraphLaunch.node):
+ * a run with tcfuse must run the same kernels with the same bytes, in the same order per
+ * stream, as one without.
+ *   loop       ITERS x (40 launches: ka kb kc kd ka ... on stream s0) |cuStreamSynchronize
+ *   fixed      the same with the same bytes every iteration (nothing to patch)
+ *   short      ITERS x (ka kb) |sync: windows of 2 launches
+ *   streams    ITERS x (10 on s0, 10 on s1 interleaved two by two) |cuCtxSynchronize
+ *   legacy     ITERS x (4 on s1, 4 on the legacy stream, 4 on s1) |cuCtxSynchronize:
+ *              the legacy stream orders against s1, both ways
+ *   free       ITERS x (alloc async, 6 launches reading it, free async, 4 launches)
+ *              |cuStreamSynchronize: the free goes after the kernels that read the block
+ *   memset     ITERS x (6 launches, cuMemsetD32Async, a launch, cuMemcpyDtoDAsync of 256
+ *              or 260 bytes, 5 launches) |sync: memsets and copies are nodes too
+ *   attrs      ITERS x (ka with a cluster dimension, 5 launches, ka cooperative, 5
+ *              launches) through cuLaunchKernelEx |sync: the cooperative launch cuts
+ *   capture    ITERS x (8 launches |sync, then a capture of 4 launches on s1, its graph
+ *              instantiated and launched |sync)
+ *   events     two threads, ITERS x: thread 0 launches 8 on s0 and records the event,
+ *              thread 1 waits for it on s1 and launches 8 |cuStreamSynchronize each
+ *   exit       ITERS x (12 launches |sync), then 12 more and exit without a synchronize
+ *   switch     ITERS x (12 launches |sync), then ITERS x (12 other launches |sync): keys
+ *              that stop coming, and new ones
+ */
+#include "tests/stub/progs/common.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static drv_t   d;
+static world_t w;
+static CUresult (*begin_capture)(CUstream, CUstreamCaptureMode);
+static CUresult (*end_capture)(CUstream, CUgraph *);
+static CUresult (*instantiate)(CUgraphExec *, CUgraph, unsigned long long);
+static CUresult (*graph_launch)(CUgraphExec, CUstream);
+
+static void *sym(const char *base, int version)
+{
+    void *p = NULL;
+    CUdriverProcAddressQueryResult st;
+    if (d.gpa2(base, &p, version, 0, &st) != CUDA_SUCCESS || !p) {
+        printf("lookup %s failed\n", base);
+        exit(2);
+    }
+    return p;
+}
+
+/* Launch j of iteration it on stream s: kernels in turn, buffers and scalars moving. */
+static CUresult one(int it, int j, CUstream s, int vary)
+{
+    int v = vary ? it : 0;
+    CUdeviceptr a = w.buf[(j + v) % 4], b = w.buf[(j + v + 1) % 4];
+    switch (j % 4) {
+    case 0: return launch_ka(&d, &w, s, v * 100 + j, a);
+    case 1: return launch_kb(&d, &w, s, a, b, (float)v + 0.5f * (float)j);
+    case 2: return launch_kc(&d, &w, s, v + j);
+    default: return launch_kd(&d, &w, s);
+    }
+}
+
+static int failed;
+static void check(CUresult rc)
+{
+    failed += rc != CUDA_SUCCESS;
+}
+
+static void run_loop(int iters, int n, int vary)
+{
+    for (int it = 0; it < iters; it++) {
+        for (int j = 0; j < n; j++)
+            check(one(it, j, w.s[0], vary));
+        check(d.streamSynchronize(w.s[0]));
+    }
+}
+
+static CUresult launch_ex(CUfunction f, CUstream s, void **p, CUlaunchAttribute *a, unsigned na)
+{
+    CUlaunchConfig c;
+    memset(&c, 0, sizeof c);
+    c.gridDimX = c.gridDimY = c.gridDimZ = 1;
+    c.blockDimX = 128, c.blockDimY = c.blockDimZ = 1;
+    c.hStream = s;
+    c.attrs = a;
+    c.numAttrs = na;
+    return d.launchKernelEx(&c, f, p, NULL);
+}
+
+typedef struct { int id, iters; pthread_barrier_t *bar; } th_t;
+
+static void *events_thread(void *arg)
+{
+    th_t *t = arg;
+    check(d.ctxSetCurrent(w.ctx));
+    for (int it = 0; it < t->iters; it++) {
+        pthread_barrier_wait(t->bar);
+        if (t->id == 0) {
+            for (int j = 0; j < 8; j++)
+                check(one(it, j, w.s[0], 1));
+            check(d.eventRecord(w.ev, w.s[0]));
+        }
+        pthread_barrier_wait(t->bar);  /* the record happened before the wait is issued */
+        if (t->id == 1) {
+            check(d.streamWaitEvent(w.s[1], w.ev, 0));
+            for (int j = 0; j < 8; j++)
+                check(one(it, j + 100, w.s[1], 1));
+            check(d.streamSynchronize(w.s[1]));
+        } else {
+            check(d.streamSynchronize(w.s[0]));
+        }
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *method = prog_lookup(&argc, &argv);
+    if (argc < 3) {
+        printf("usage: replay [-l METHOD] SCENARIO ITERS\n");
+        return 2;
+    }
+    const char *sc = argv[1];
+    int iters = atoi(argv[2]);
+    drv_open(&d, method);
+    world_init(&d, &w);
+    begin_capture = sym("cuStreamBeginCapture", 13000);
+    end_capture = sym("cuStreamEndCapture", 13000);
+    instantiate = sym("cuGraphInstantiate", 13000);
+    graph_launch = sym("cuGraphLaunch", 13000);
+
+    if (!strcmp(sc, "loop") || !strcmp(sc, "fixed")) {
+        run_loop(iters, 40, !strcmp(sc, "loop"));
+    } else if (!strcmp(sc, "short")) {
+        run_loop(iters, 2, 1);
+    } else if (!strcmp(sc, "streams")) {
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 20; j++)
+                check(one(it, j, w.s[(j / 2) % 2], 1));
+            check(d.ctxSynchronize());
+        }
+    } else if (!strcmp(sc, "legacy")) {
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 12; j++)
+                check(one(it, j, j >= 4 && j < 8 ? CU_STREAM_LEGACY : w.s[1], 1));
+            check(d.ctxSynchronize());
+        }
+    } else if (!strcmp(sc, "free")) {
+        for (int it = 0; it < iters; it++) {
+            CUdeviceptr p = 0;
+            check(d.memAllocAsync(&p, 1024, w.s[0]));
+            for (int j = 0; j < 6; j++)
+                check(launch_ka(&d, &w, w.s[0], it * 10 + j, p));
+            check(d.memFreeAsync(p, w.s[0]));
+            for (int j = 0; j < 4; j++)
+                check(one(it, j, w.s[0], 1));
+            check(d.streamSynchronize(w.s[0]));
+        }
+    } else if (!strcmp(sc, "memset")) {
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 6; j++)
+                check(one(it, j, w.s[0], 1));
+            check(d.memsetD32Async(w.buf[it % 4], (unsigned)it, 16, w.s[0]));
+            check(one(it, 6, w.s[0], 1));
+            check(d.memcpyDtoDAsync(w.buf[(it + 1) % 4], w.buf[it % 4], 256 + 4 * (it % 2), w.s[0]));
+            for (int j = 7; j < 12; j++)
+                check(one(it, j, w.s[0], 1));
+            check(d.streamSynchronize(w.s[0]));
+        }
+    } else if (!strcmp(sc, "attrs")) {
+        for (int it = 0; it < iters; it++) {
+            CUlaunchAttribute a[2];
+            int n = it;
+            CUdeviceptr x = w.buf[it % 4];
+            void *p[] = { &n, &x };
+            memset(a, 0, sizeof a);
+            a[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            a[0].value.clusterDim.x = 1, a[0].value.clusterDim.y = 1, a[0].value.clusterDim.z = 1;
+            a[1].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+            a[1].value.priority = 1;
+            check(launch_ex((CUfunction)w.ka, w.s[0], p, a, 2));
+            for (int j = 0; j < 5; j++)
+                check(one(it, j, w.s[0], 1));
+            memset(a, 0, sizeof a);
+            a[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+            a[0].value.cooperative = 1;
+            check(launch_ex((CUfunction)w.ka, w.s[0], p, a, 1));
+            for (int j = 5; j < 10; j++)
+                check(one(it, j, w.s[0], 1));
+            check(d.streamSynchronize(w.s[0]));
+        }
+    } else if (!strcmp(sc, "capture")) {
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 8; j++)
+                check(one(it, j, w.s[0], 1));
+            check(d.streamSynchronize(w.s[0]));
+            CUgraph g = NULL;
+            CUgraphExec x = NULL;
+            check(begin_capture(w.s[1], CU_STREAM_CAPTURE_MODE_GLOBAL));
+            for (int j = 0; j < 4; j++)
+                check(one(it, j, w.s[1], 1));
+            check(end_capture(w.s[1], &g));
+            check(instantiate(&x, g, 0));
+            check(graph_launch(x, w.s[1]));
+            check(d.streamSynchronize(w.s[1]));
+        }
+    } else if (!strcmp(sc, "events")) {
+        pthread_t th[2];
+        pthread_barrier_t bar;
+        th_t t[2] = { { 0, iters, &bar }, { 1, iters, &bar } };
+        pthread_barrier_init(&bar, NULL, 2);
+        pthread_create(&th[0], NULL, events_thread, &t[0]);
+        pthread_create(&th[1], NULL, events_thread, &t[1]);
+        pthread_join(th[0], NULL);
+        pthread_join(th[1], NULL);
+    } else if (!strcmp(sc, "exit")) {
+        run_loop(iters, 12, 1);
+        for (int j = 0; j < 12; j++)
+            check(one(iters, j, w.s[0], 1));
+        printf("exit without a synchronize, failed=%d\n", failed);
+        return 0;
+    } else if (!strcmp(sc, "switch")) {
+        run_loop(iters, 12, 1);
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 12; j++)
+                check(one(it, j + 1, w.s[0], 1));
+            check(d.streamSynchronize(w.s[0]));
+        }
+    } else {
+        printf("unknown scenario %s\n", sc);
+        return 2;
+    }
+    check(d.ctxSynchronize());
+    printf("%s: %d iterations, failed=%d\n", sc, iters, failed);
+    return 0;
+}
