@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "codegen/codegen.h"
+#include "codegen/internal.h"
 #include "fuser/fuser.h"
 #include "recognize/decode.h"
 #include "recognize/decode_reduce.h"
@@ -114,9 +116,10 @@ static void compiles(const tcf_fgroup_t *g, const char *what)
 /* HF LlamaRMSNorm as eager launches it (K = 2048 per row, 64 rows): h = x + res (bf16),
  * h.float(), pow(2), mean(-1, keepdim), + eps, rsqrt, x * r (r broadcast), .to(bf16),
  * weight * (weight broadcast over rows), with the pow's buffer freed after the mean. */
-TEST(llama_rmsnorm_is_one_row_group)
+/* HF LlamaRMSNorm's launches over M rows of K (items: 10), the buffers at MB(role). */
+static size_t rms_window(uint32_t K, uint32_t M, tcf_item_t *win)
 {
-    const uint32_t K = 2048, M = 64, n = K * M;
+    const uint32_t n = K * M;
     uint64_t x = MB(0), res = MB(1), h = MB(2), xf = MB(3), sq = MB(4), mean = MB(20),
              v = MB(21), r = MB(22), y = MB(5), yb = MB(7), w = MB(8), out = MB(9);
     tcf_item_t cast = op(TCF_OP_CAST, B, F, n, xf, 1, h, 0), castb = op(TCF_OP_CAST, F, B, n, yb, 1, y, 0);
@@ -124,7 +127,7 @@ TEST(llama_rmsnorm_is_one_row_group)
     const uint32_t wst[3][2] = { { 2, K * 2 }, { 2, 0 }, { 2, K * 2 } };
     tcf_item_t eps = scal(op(TCF_OP_ADD, F, F, M, v, 1, mean, 0), 1e-6f, 1.0f, 2);
     eps.op.sarg = TCF_SARG_OTHER;   /* mean + eps: the scalar other, and alpha */
-    tcf_item_t win[] = {
+    const tcf_item_t items[] = {
         scal(op(TCF_OP_ADD, B, B, n, h, 2, x, res), 1.0f, 0, 1),
         cast,
         op(TCF_OP_POW2, F, F, n, sq, 1, xf, 0),
@@ -136,6 +139,16 @@ TEST(llama_rmsnorm_is_one_row_group)
         castb,
         strided(op(TCF_OP_MUL, B, B, n, out, 2, w, yb), K, M, wst),
     };
+    memcpy(win, items, sizeof items);
+    return sizeof items / sizeof items[0];
+}
+
+TEST(llama_rmsnorm_is_one_row_group)
+{
+    const uint32_t K = 2048, M = 64;
+    uint64_t sq = MB(4), mean = MB(20), r = MB(22), xf = MB(3), w = MB(8);
+    tcf_item_t win[10];
+    rms_window(K, M, win);
     CHECK_EQ_INT(PLAN(win), 0);
     if (!CHECK_EQ_INT(plan.ngroups, 1))
         return;
@@ -399,6 +412,106 @@ TEST(recorded_llama_rmsnorms)
     }
 }
 
+
+/* The fused RMSNorm kernel run on the CPU (tests/unit/reduce_emu.hpp: a block's threads as
+ * coroutines, its barriers and shuffles) on edge values over row lengths from 2 to 8193,
+ * misaligned and not, against a model of the eager chain: h = x + res (bf16), h.float(),
+ * the square, the mean in reduce_emu's model of PyTorch's order for the launch's config,
+ * + eps, rsqrt, x * r, .to(bf16), weight *, each rounded where eager stored it. What it
+ * checks is the composition (which pass runs which op, every index, store and rounding
+ * point); the math of each op is gen_math.c's, checked on the GPU (tests/gpu/fuse_rows.py).
+ * Skipped, and said, without a C++ compiler. */
+static const uint32_t emu_shapes[][3] = {   /* K, M, the reduced tensor's misalignment */
+    { 2, 3, 0 }, { 5, 7, 1 }, { 31, 5, 0 }, { 33, 64, 3 }, { 100, 5, 2 }, { 129, 7, 0 },
+    { 255, 33, 1 }, { 1000, 3, 0 }, { 2049, 2, 1 }, { 4097, 2, 0 }, { 8192, 2, 0 },
+    { 8193, 2, 3 }, { 3, 300, 0 }, { 64, 40, 0 },
+};
+
+TEST(rmsnorm_kernel_on_the_cpu)
+{
+    if (system("c++ --version >/dev/null 2>&1") != 0) {
+        printf("test_rows: no C++ compiler (c++): the CPU run skipped\n");
+        return;
+    }
+    char *text = NULL, *rows = NULL;
+    size_t text_len = 0, rows_len = 0;
+    FILE *kf = open_memstream(&text, &text_len), *tf = open_memstream(&rows, &rows_len);
+    if (!CHECK(kf && tf))
+        return;
+    fprintf(kf, "#include \"tests/unit/reduce_emu.hpp\"\n"
+                "static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }\n");
+    char *src = malloc(SRC_CAP);
+    unsigned ncase = 0;
+    for (size_t i = 0; i < sizeof emu_shapes / sizeof emu_shapes[0]; i++) {
+        uint32_t K = emu_shapes[i][0], M = emu_shapes[i][1];
+        tcf_item_t win[10];
+        size_t n = rms_window(K, M, win);
+        if (!CHECK(P(win, n) == 0 && plan.ngroups == 1 && plan.groups[0].g.red))
+            continue;
+        const tcf_fgroup_t *g = &plan.groups[0];
+        tcf_rows_args_t ra;
+        int len = tcf_codegen_source(&g->g, src, SRC_CAP);
+        const char *pre = tcf_codegen_prelude(), *pp = len > 0 ? strstr(src, pre) : NULL;
+        const char *k = len > 0 ? strstr(src, "tcf_reduce(const tcf_rargs a)") : NULL;
+        if (!CHECK(pp && k && tcf_fuser_rows_args(g, win, n, &g->args, &ra) == 0))
+            continue;
+        fprintf(kf, "namespace k%u {\n%.*s%.*stcf_reduce_%u%s", ncase, (int)(pp - src), src,
+                (int)(k - (pp + strlen(pre))), pp + strlen(pre), ncase, k + strlen("tcf_reduce"));
+        fprintf(kf, "void run(const void *p) { tcf_reduce_%u(*(const tcf_rargs *)p); }\n}\n", ncase);
+        const tcf_reduce_shape_t *rs = &g->g.rs;
+        fprintf(tf, "  { k%u::run, %u, %u, %u, %u, %u, %u, %u, %u, %u, %u, {", ncase, K, M, rs->bw,
+                rs->bh, rs->vectorize, rs->ivs, rs->vt0, rs->split_y, emu_shapes[i][2], g->g.nbufs);
+        for (unsigned b = 0; b < g->g.nbufs; b++)
+            fprintf(tf, " %u,", (unsigned)((g->args.buf[b] - MB(0)) >> 20));
+        fprintf(tf, " }, {");
+        for (unsigned b = 0; b < g->g.nbufs; b++)
+            fprintf(tf, " { %u, %u },", ra.st[b][0], ra.st[b][1]);
+        fprintf(tf, " }, {");
+        for (unsigned q = 0; q < g->g.nscalars; q++)
+            fprintf(tf, " %uu,", ra.s[q]);
+        fprintf(tf, " } },\n");
+        ncase++;
+    }
+    free(src);
+    fclose(tf);
+    fprintf(kf, "struct rows_args { tcf_rargs_host r; unsigned long long buf[16]; unsigned s[16], "
+                "st[16][2]; };\nstatic_assert(sizeof(rows_args) == 544, \"tcf_rows_args_t\");\n"
+                "struct rcase { void (*run)(const void *); unsigned K, M, bw, bh, vec, ivs, vt0, "
+                "split_y, shift, nbufs, role[16], st[16][2], s[16]; };\n"
+                "static const rcase rcases[] = {\n%s};\n#include \"tests/unit/rows_emu.hpp\"\n",
+            rows ? rows : "");
+    free(rows);
+    if (!CHECK(fclose(kf) == 0))
+        return;
+    mkdir("build", 0755), mkdir("build/reduce_emu", 0755);
+    FILE *f = fopen("build/reduce_emu/rows.cpp", "w");
+    int ok = f && fwrite(text, 1, text_len, f) == text_len;
+    free(text);
+    if (!CHECK((f && fclose(f) == 0) && ok))
+        return;
+    int rc = system("c++ -std=c++17 -O1 -ffp-contract=off -U_FORTIFY_SOURCE -I. -w "
+                    "-o build/reduce_emu/rows build/reduce_emu/rows.cpp "
+                    ">build/reduce_emu/rows.log 2>&1");
+    if (!check_report(rc == 0, __FILE__, __LINE__, "c++ build/reduce_emu/rows.cpp",
+                      "see build/reduce_emu/rows.log"))
+        return;
+    FILE *p = popen("build/reduce_emu/rows 2>&1", "r");
+    char line[512];
+    unsigned passed = 0, failed = 0, seen = 0;
+    while (p && fgets(line, sizeof line, p)) {
+        if (sscanf(line, "rows_emu: %u passed, %u failed", &passed, &failed) == 2)
+            seen = 1;
+        else
+            fputs(line, stderr);
+    }
+    CHECK(p != NULL && pclose(p) == 0);
+    CHECK(seen);
+    CHECK_EQ_INT(passed, ncase);
+    CHECK_EQ_INT(failed, 0);
+    printf("test_rows: the fused RMSNorm on the CPU: %u of %u shapes equal to the eager model\n",
+           passed, ncase);
+}
+
 int main(void)
 {
     char err[512];
@@ -410,6 +523,7 @@ int main(void)
     RUN(layernorm_and_softmax);
     RUN(refusals);
     RUN(recorded_llama_rmsnorms);
+    RUN(rmsnorm_kernel_on_the_cpu);
     if (have_nvrtc)
         printf("test_rows: %u row kernels compiled for sm_90 (NVRTC %s)\n", compiled,
                tcf_nvrtc_version());
