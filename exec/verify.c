@@ -263,6 +263,18 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         for (uint32_t b = 0; b < o.pbytes; b++)
             if (!used[b])
                 o.params[b] = 0;
+        /* A ReduceOp is one parameter with padding inside it (PYTORCH-REDUCE.md §2.1: an
+         * empty functor's byte and the padding to ident, the 3 bytes after the config's
+         * vectorize_input, the 2 after final_output), never read: zeroed the same way. */
+        if (o.is_red) {
+            const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
+            if (rk->span == o.pbytes && rk->ident_off < 16 && rk->cfg_off + 60 <= o.pbytes) {
+                if (rk->ops_size == 1)
+                    memset(o.params, 0, rk->ident_off);
+                memset(o.params + rk->cfg_off + 57, 0, 3);
+                memset(o.params + o.pbytes - 6, 0, 2);
+            }
+        }
         /* Pointers sit in the data array; N is parameter 0 (int) in every loop decoded. */
         for (uint32_t at = from; at + 8 <= o.pbytes; at += 8) {
             uint64_t v;
