@@ -222,7 +222,7 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
             return NULL;
         w->ev = ev;
         if (tcf_up.flush) {  /* the acting mode keeps decoded ops beside the events */
-            tcf_op_t *ops = tcf_realloc(w->ops, cap * sizeof *ops);
+            tcf_wop_t *ops = tcf_realloc(w->ops, cap * sizeof *ops);
             if (!ops)
                 return NULL;
             w->ops = ops;

@@ -26,10 +26,20 @@
 
 enum { TCF_EV_LAUNCH = 0, TCF_EV_ALLOC, TCF_EV_FREE, TCF_EV_MEMSET, TCF_EV_MEMCPY };
 
+/* What exec keeps of a decoded launch: an elementwise op (event dec 1) or a row
+ * reduction (dec 2). */
+typedef union {
+    tcf_op_t     op;
+    tcf_reduce_t red;
+} tcf_wop_t;
+
+enum { TCF_DEC_OP = 1, TCF_DEC_REDUCE = 2 };
+
 typedef struct {
     uint8_t  kind, via;
     uint8_t  held;            /* exec: not issued yet */
-    uint8_t  dec;             /* exec: a decoded launch (its op is in the window's ops) */
+    uint8_t  dec;             /* exec: a decoded launch (TCF_DEC_*: what the window's ops
+                               * hold for it) */
     int32_t  rc;
     uint64_t t;
     uint64_t stream;
@@ -53,7 +63,7 @@ typedef struct tcf_window {
     uint32_t        arena_len, arena_cap;
     tcf_key_scratch_t scratch;
     /* exec */
-    tcf_op_t        *ops;              /* decoded op of each decoded launch (cap_ev entries,
+    tcf_wop_t       *ops;              /* decoded op of each decoded launch (cap_ev entries,
                                         * allocated when the mode acts) */
     uint32_t         nheld, exec_from; /* held events; first event not yet issued/planned */
     uint32_t         ndec;             /* decoded launches since exec_from, held or not */

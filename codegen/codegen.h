@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "codegen/op.h"
+#include "codegen/reduce.h"
 
 #define TCF_GROUP_MAX_OPS 32
 #define TCF_GROUP_MAX_BUFS 16
@@ -50,7 +51,32 @@ typedef struct {
     uint16_t    bcast0;                     /* ndim > 0, vec > 1: buffers with stride 0 on dim 0 */
     tcf_gop_t   ops[TCF_GROUP_MAX_OPS];
     tcf_dtype_t buf_dt[TCF_GROUP_MAX_BUFS]; /* element type of each buffer */
+    /* A row group (red > 0): ops[red - 1] is a row reduction (kind NONE, nin 1: in_src[0]
+     * the reduced values, in_dt[0] == rs.in_dt; out_dt == rs.out_dt; out_buf where eager
+     * stored its [rows] result, or TCF_NO_STORE). The space is [K, M]: dim 0 the row
+     * (K = num_inputs elements), dim 1 the rows. Ops before it are elementwise over
+     * [K, M]; an op after it is per row when bit k of rowops is set (its inputs are the
+     * reduction, per-row ops or buffers broadcast along the row; it stores one value a
+     * row), else elementwise over [K, M] (a broadcast consumer: x * rsqrt(mean + eps)).
+     * The kernel is gen_reduce.c's for rs, in PyTorch's order, with the producers as its
+     * prologue, the per-row ops in its epilogue and the elementwise consumers (and every
+     * store of the producers) in its second pass over the row. Buffer strides, addresses
+     * and scalars are in tcf_rows_args_t. vec, ndim and bcast0 are 0. */
+    uint8_t            red;
+    uint32_t           rowops;
+    tcf_reduce_shape_t rs;
 } tcf_group_t;
+
+/* A row group's kernel parameter: the reduction's own argument (src: eager's reduced
+ * tensor, whose alignment fixes the vector head; dst unused), then every buffer of the
+ * group with its byte strides along the row (st[b][0]) and across rows (st[b][1]), and
+ * the scalars. */
+typedef struct {
+    tcf_reduce_args_t r;
+    uint64_t buf[TCF_GROUP_MAX_BUFS];
+    uint32_t s[TCF_GROUP_MAX_SCALARS];
+    uint32_t st[TCF_GROUP_MAX_BUFS][2];
+} tcf_rows_args_t;
 
 /* The generated kernel's one parameter, passed by value. Host and source agree on it. A
  * contiguous kernel (ndim 0) declares only the first 200 bytes (n, buf, s), and the driver

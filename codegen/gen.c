@@ -121,25 +121,41 @@ static int tcf_codegen_bcast(const tcf_group_t *g, unsigned b)
     return g->ndim && g->vec > 1 && (g->bcast0 >> b & 1);
 }
 
-/* The expression for op k's input i, as its functor takes it. */
-static int tcf_codegen_arg(char *out, size_t cap, const tcf_group_t *g, unsigned k, unsigned i,
-                           const int *writer_so_far)
+/* The value of op k (tcf_op<k> applied to its inputs), converted to the dtype eager
+ * stored it in. src[i] names the C expression holding input i as stored (in_dt[i]); the
+ * scalars are read from the array `sarr` of the kernel's argument (bits as op.h holds
+ * them). Shared by the elementwise kernels and the row kernels (gen_rows.c). Writes the
+ * expression; its length or -1. */
+int tcf_codegen_op_call(char *res, size_t cap, const tcf_gop_t *op, unsigned k,
+                        const char *const *src, const char *sarr)
 {
-    const tcf_gop_t *op = &g->ops[k];
-    unsigned s = op->in_src[i];
-    char src[16];
-    if (s & TCF_SRC_OP)
-        snprintf(src, sizeof src, "t%u", s & ~(unsigned)TCF_SRC_OP);
-    else if (writer_so_far[s] >= 0)
-        snprintf(src, sizeof src, "t%d", writer_so_far[s]);
-    else
-        snprintf(src, sizeof src, "l%u", s);
-    return tcf_codegen_cvt(out, cap, op->in_dt[i], tcf_codegen_arg_dt(op, i), src);
+    char arg[640], call[2560];
+    tcf_codegen_sb_t c = { call, sizeof call, 0, 0 };
+    tcf_codegen_put(&c, "tcf_op%u(", k);
+    for (unsigned i = 0; i < op->nin; i++) {
+        if (tcf_codegen_cvt(arg, sizeof arg, op->in_dt[i], tcf_codegen_arg_dt(op, i), src[i]) < 0)
+            c.bad = 1;
+        tcf_codegen_put(&c, "%s, ", arg);
+    }
+    for (unsigned j = 0; j < 2; j++) {
+        tcf_dtype_t d = op->scalar_dt[j];
+        const char *sep = j ? ")" : ", ";
+        if (j >= op->nscalar)
+            tcf_codegen_put(&c, "0.0f%s", sep);
+        else  /* scalar bits as held (op.h): float, or the 16-bit T; widening is exact */
+            tcf_codegen_put(&c, d == TCF_DT_F32 ? "__uint_as_float(%s[%u])%s"
+                                : d == TCF_DT_F16 ? "tcf_h2f((tcf_h)%s[%u])%s"
+                                                  : "tcf_b2f((tcf_b)%s[%u])%s",
+                            sarr, op->scalar_arg[j], sep);
+    }
+    if (c.bad)
+        return -1;
+    return tcf_codegen_cvt(res, cap, op->res_dt, op->out_dt, call);
 }
 
 /* Ops that only move, negate or pick their input's bits (or a scalar): no product in them
  * for a consumer to fuse with, so their float results need no barrier. */
-static int tcf_codegen_moves(tcf_op_kind_t k)
+int tcf_codegen_moves(tcf_op_kind_t k)
 {
     return k == TCF_OP_NEG || k == TCF_OP_ABS || k == TCF_OP_CLAMP || k == TCF_OP_WHERE ||
            k == TCF_OP_CAST;
@@ -150,7 +166,7 @@ static int tcf_codegen_moves(tcf_op_kind_t k)
 static void tcf_codegen_elem(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_codegen_io_t *io)
 {
     int wsofar[TCF_GROUP_MAX_BUFS];
-    char arg[3][640], res[2048];
+    char arg[3][16];
     tcf_codegen_put(b, "__forceinline__ void tcf_elem(const tcf_args &a");
     for (unsigned u = 0; u < g->nbufs; u++) {
         if (io->loaded[u])
@@ -167,26 +183,19 @@ static void tcf_codegen_elem(tcf_codegen_sb_t *b, const tcf_group_t *g, const tc
         }
     for (unsigned k = 0; k < g->nops && !b->bad; k++) {
         const tcf_gop_t *op = &g->ops[k];
-        char call[2560];
-        tcf_codegen_sb_t c = { call, sizeof call, 0, 0 };
-        tcf_codegen_put(&c, "tcf_op%u(", k);
+        char res[2048];
+        const char *src[3];
         for (unsigned i = 0; i < op->nin; i++) {
-            if (tcf_codegen_arg(arg[i], sizeof arg[i], g, k, i, wsofar) < 0)
-                c.bad = 1;
-            tcf_codegen_put(&c, "%s, ", arg[i]);
+            unsigned s = op->in_src[i];
+            if (s & TCF_SRC_OP)
+                snprintf(arg[i], sizeof arg[i], "t%u", s & ~(unsigned)TCF_SRC_OP);
+            else if (wsofar[s] >= 0)
+                snprintf(arg[i], sizeof arg[i], "t%d", wsofar[s]);
+            else
+                snprintf(arg[i], sizeof arg[i], "l%u", s);
+            src[i] = arg[i];
         }
-        for (unsigned j = 0; j < 2; j++) {
-            tcf_dtype_t d = op->scalar_dt[j];
-            const char *sep = j ? ")" : ", ";
-            if (j >= op->nscalar)
-                tcf_codegen_put(&c, "0.0f%s", sep);
-            else  /* scalar bits as held (op.h): float, or the 16-bit T; widening is exact */
-                tcf_codegen_put(&c, d == TCF_DT_F32 ? "__uint_as_float(a.s[%u])%s"
-                                    : d == TCF_DT_F16 ? "tcf_h2f((tcf_h)a.s[%u])%s"
-                                                      : "tcf_b2f((tcf_b)a.s[%u])%s",
-                                op->scalar_arg[j], sep);
-        }
-        if (c.bad || tcf_codegen_cvt(res, sizeof res, op->res_dt, op->out_dt, call) < 0) {
+        if (tcf_codegen_op_call(res, sizeof res, op, k, src, "a.s") < 0) {
             b->bad = 1;
             break;
         }
@@ -350,6 +359,8 @@ int tcf_codegen_source(const tcf_group_t *g, char *buf, size_t cap)
 {
     tcf_codegen_io_t io;
     tcf_codegen_sb_t b = { buf, cap, 0, 0 };
+    if (g && g->red)   /* a row reduction among the ops: gen_rows.c */
+        return tcf_codegen_rows_source(g, buf, cap);
     if (!buf || !cap || tcf_codegen_check(g, &io))
         return -1;
     buf[0] = '\0';

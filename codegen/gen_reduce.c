@@ -306,13 +306,14 @@ int tcf_reduce_source(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp
     tcf_rput(&b, "%s", tcf_codegen_prelude());
     tcf_rput(&b, "struct tcf_rargs { unsigned long long src, dst; unsigned int num_inputs, num_outputs, "
                  "factor; unsigned int osize[8]; unsigned int ostride[8][2]; unsigned int pad_; "
-                 "unsigned long long buf[8]; unsigned int s[8]; };\n"
-                 "static_assert(sizeof(tcf_rargs) == 224, \"tcf_reduce_args_t layout\");\n"
+                 "unsigned long long buf[8]; unsigned int s[8];%s };\n"
+                 "static_assert(sizeof(tcf_rargs) %s 224, \"tcf_reduce_args_t layout\");\n"
                  "struct tcf_row { unsigned row; unsigned long long in_off, out_off; };\n"
                  "typedef %s tcf_in;\ntypedef %s tcf_acc;\ntypedef %s tcf_out;\n"
                  "enum : unsigned { TCF_BW = %u, TCF_BH = %u,   /* the block */\n"
                  "  TCF_G = %u, TCF_ROWS = %u,                  /* threads a row, rows a block */\n"
                  "  TCF_VT0 = %u, TCF_V = %u };                 /* accumulators; vector lanes */\n",
+             sp && sp->args_ext ? sp->args_ext : "", sp && sp->args_ext ? ">" : "==",
              tcf_codegen_ctype(s->in_dt), tcf_codegen_ctype(s->acc_dt), tcf_codegen_ctype(s->out_dt),
              s->bw, s->bh, s->split_y ? (unsigned)s->bw * s->bh : s->bw, s->split_y ? 1u : s->bh,
              s->vt0, s->ivs);

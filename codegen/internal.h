@@ -10,5 +10,11 @@ int tcf_codegen_cvt(char *out, size_t cap, tcf_dtype_t from, tcf_dtype_t to, con
 int tcf_codegen_op_check(const tcf_gop_t *op);
 tcf_dtype_t tcf_codegen_arg_dt(const tcf_gop_t *op, unsigned i);
 int tcf_codegen_op_func(char *out, size_t cap, const tcf_gop_t *op, unsigned k);
+/* gen.c: op k's value as stored (see there); whether op k only moves bits (no barrier) */
+int tcf_codegen_op_call(char *res, size_t cap, const tcf_gop_t *op, unsigned k,
+                        const char *const *src, const char *sarr);
+int tcf_codegen_moves(tcf_op_kind_t k);
+/* gen_rows.c: the source of a group with a row reduction (g->red) */
+int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap);
 
 #endif

@@ -126,10 +126,13 @@ typedef struct {
  *              TCF_G threads of the row), with the row's result: a second pass over the
  *              row (broadcast consumers: x * rsqrt(mean + eps)). Default: none.
  *   helpers    text placed before the three (device functions they call).
+ *   args_ext   members appended to tcf_rargs after its 224 bytes (the kernel's parameter
+ *              grows: a row group's buffers, strides and scalars, codegen.h's
+ *              tcf_rows_args_t). Default: none, tcf_rargs is tcf_reduce_args_t.
  * With a prologue the kernel never dereferences src: it may be the address eager's
  * intermediate had (only its alignment matters), whether or not that memory exists. */
 typedef struct {
-    const char *prologue, *epilogue, *row_pass, *helpers;
+    const char *prologue, *epilogue, *row_pass, *helpers, *args_ext;
 } tcf_reduce_splice_t;
 
 /* The shape a decoded launch's kernel needs, and its argument for that launch. */

@@ -70,6 +70,11 @@ static int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
         tcf_decode_launch_t dl = { .name = k->name, .nparams = k->nparams, .off = k->off,
                                    .size = k->size };
         ds = tcf_decode_kernel(&dl, &k->dk);
+        /* a row reduction: what its name and layout say (TCFUSE_ROWS) */
+        if (ds == TCF_DECODE_REDUCTION && tcf_cfg.rows) {
+            ds = tcf_decode_reduce_kernel(&dl, &k->drk);
+            k->is_reduce = ds == TCF_DECODE_OK;
+        }
         if (ds == TCF_DECODE_OK && (k->param_bytes > TCF_PARAMS_MAX || k->nparams > 8))
             ds = TCF_DECODE_BAD_LAYOUT;   /* more than a job keeps of an original */
     }
@@ -84,7 +89,7 @@ static int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
 /* Appends a decoded launch to w (locked) with its op and parameter bytes; NULL when the
  * window has no room. */
 static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint8_t *buf,
-                                    const tcf_op_t *op, int held, CUresult rc, CUstream stream,
+                                    const tcf_wop_t *op, int held, CUresult rc, CUstream stream,
                                     const uint32_t grid[3], const uint32_t block[3],
                                     unsigned smem)
 {
@@ -99,7 +104,7 @@ static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint
     uint32_t idx = (uint32_t)(e - w->ev);
     tcf_event_launch(e, TCF_VIA_LAUNCH, held, rc, stream, k, grid[0], grid[1], grid[2],
                      block[0], block[1], block[2], smem, w->arena_len);
-    e->dec = 1;
+    e->dec = k->is_reduce ? TCF_DEC_REDUCE : TCF_DEC_OP;
     e->u.l.pbytes = k->param_bytes;
     memcpy(w->arena + w->arena_len, buf, k->param_bytes);
     w->arena_len += bytes;
@@ -137,8 +142,10 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
         if (params[i])
             memcpy(buf + k->off[i], params[i], k->size[i]);
     const uint32_t grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
-    tcf_op_t op;
-    tcf_decode_status_t ds = tcf_decode_apply(&k->dk, buf, k->param_bytes, grid, block, &op);
+    tcf_wop_t op;
+    tcf_decode_status_t ds = k->is_reduce
+        ? tcf_decode_reduce_apply(&k->drk, buf, k->param_bytes, grid, block, &op.red)
+        : tcf_decode_apply(&k->dk, buf, k->param_bytes, grid, block, &op.op);
     if (ds != TCF_DECODE_OK) {
         atomic_fetch_add(&tcf_xctr.refused[ds], 1);
         k->refusal = (uint8_t)ds;   /* this launch's reason: the summary's by family */

@@ -31,7 +31,7 @@
 /* Parameter bytes kept of a decoded launch: the contiguous loops take up to 64, the
  * strided one 8 + the closure (536, 648, 656 and 752 bytes recorded: its OffsetCalculator
  * alone is 304 + 100 NT). */
-#define TCF_PARAMS_MAX 1024
+#define TCF_PARAMS_MAX 1088   /* and a reduce_kernel's ReduceOp: 1040 or 1048 */
 
 /* One launch a group replaces, kept so that the worker can re-run it on scratch memory. */
 typedef struct {
@@ -40,7 +40,9 @@ typedef struct {
     uint32_t   nparams, pbytes;
     uint32_t   off[8], size[8];   /* PyTorch's elementwise loops have at most 7 parameters */
     uint8_t    params[TCF_PARAMS_MAX];
-    tcf_op_t   op;
+    tcf_op_t   op;        /* a reduction's: the op it joins a group as (fuser.h) */
+    uint8_t    is_red;    /* a reduce_kernel launch: red is what it decoded to */
+    tcf_reduce_t red;
 } tcf_orig_t;
 
 typedef struct {
@@ -188,6 +190,7 @@ typedef struct {
     atomic_ullong held, held_frees, flushes, groups_fused, launches_removed, stores_dropped,
                   bytes_avoided, fused_failed, held_failed, dropped_at_exit;
     atomic_ullong groups_nd;               /* of groups_fused, those over an N-d space */
+    atomic_ullong groups_rows;             /* of groups_fused, those with a row reduction */
     atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from
                                             * a known start; chains of two or more decoded
                                             * launches planned though not held */

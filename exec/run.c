@@ -103,9 +103,12 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
         for (uint32_t i = 0; i < n; i++) {
             const tcf_event_t *e = &w->ev[from + i];
             ev_of[i] = (uint16_t)(from + i);
-            if (e->kind == TCF_EV_LAUNCH && e->dec) {  /* held, or issued and kept to learn */
+            if (e->kind == TCF_EV_LAUNCH && e->dec == TCF_DEC_REDUCE) {
+                items[i].kind = TCF_ITEM_REDUCE;
+                items[i].red = w->ops[from + i].red;
+            } else if (e->kind == TCF_EV_LAUNCH && e->dec) {  /* held, or issued and kept */
                 items[i].kind = TCF_ITEM_OP;
-                items[i].op = w->ops[from + i];
+                items[i].op = w->ops[from + i].op;
             } else if (e->kind == TCF_EV_FREE) {
                 items[i].kind = TCF_ITEM_FREE;
                 items[i].ptr = e->u.m.ptr;
@@ -154,11 +157,24 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
             const tcf_fgroup_t *G = &plan->groups[grp];
             if (i == G->last) {
                 tcf_fused_args_t args = G->args;
+                tcf_rows_args_t ra;
                 void *kp[1] = { &args };
-                CUresult rc = tcf_fault(TCF_FAULT_FUSED_LAUNCH) ? CUDA_ERROR_LAUNCH_FAILED :
-                              tcf_drv.launch_kernel(fn[grp], tcf_codegen_grid(&G->g, G->n), 1, 1,
-                                                    TCF_FUSED_BLOCK, 1, 1, 0,
-                                                    (CUstream)(uintptr_t)e->stream, kp, NULL);
+                uint32_t grid[3] = { tcf_codegen_grid(&G->g, G->n), 1, 1 },
+                         block[3] = { TCF_FUSED_BLOCK, 1, 1 };
+                CUresult rc = CUDA_ERROR_INVALID_VALUE;
+                if (G->g.red) {   /* a row group: the reduction's launch shape, its argument */
+                    kp[0] = &ra;
+                    if (tcf_fuser_rows_args(G, items, n, &G->args, &ra) == 0)
+                        tcf_reduce_launch_dims(&G->g.rs, ra.r.num_outputs, grid, block);
+                    else
+                        grid[0] = 0;
+                }
+                if (tcf_fault(TCF_FAULT_FUSED_LAUNCH))
+                    rc = CUDA_ERROR_LAUNCH_FAILED;
+                else if (grid[0])
+                    rc = tcf_drv.launch_kernel(fn[grp], grid[0], grid[1], grid[2], block[0],
+                                               block[1], block[2], 0,
+                                               (CUstream)(uintptr_t)e->stream, kp, NULL);
                 if (rc == CUDA_SUCCESS) {
                     for (uint8_t j = 0; j < G->nitems; j++)
                         atomic_fetch_add_explicit(&w->ev[from + G->items[j]].u.l.k->fused, 1,
@@ -166,6 +182,8 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
                     atomic_fetch_add(&tcf_xctr.groups_fused, 1);
                     if (G->g.ndim)
                         atomic_fetch_add(&tcf_xctr.groups_nd, 1);
+                    if (G->g.red)
+                        atomic_fetch_add(&tcf_xctr.groups_rows, 1);
                     atomic_fetch_add(&tcf_xctr.launches_removed, G->nitems - 1u);
                     atomic_fetch_add(&tcf_xctr.stores_dropped, G->stores_dropped);
                     atomic_fetch_add(&tcf_xctr.bytes_avoided, G->bytes_avoided);

@@ -98,7 +98,16 @@ static tcf_fjob_t *tcf_job_of(const tcf_fgroup_t *G, const tcf_window_t *w,
         memcpy(o->off, k->off, k->nparams * sizeof *o->off);
         memcpy(o->size, k->size, k->nparams * sizeof *o->size);
         memcpy(o->params, w->arena + ev->u.l.poff, ev->u.l.pbytes);
-        o->op = w->ops[ev_of[G->items[j]]];
+        if (ev->dec == TCF_DEC_REDUCE) {   /* as the group saw it (fuser.h) */
+            o->is_red = 1;
+            o->red = w->ops[ev_of[G->items[j]]].red;
+            if (tcf_fuser_reduce_op(&o->red, &o->op)) {
+                free(job);
+                return NULL;
+            }
+        } else {
+            o->op = w->ops[ev_of[G->items[j]]].op;
+        }
     }
     return job;
 }

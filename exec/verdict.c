@@ -58,6 +58,8 @@ static int tcf_kernel_vsrc(const tcf_orig_t *o, tcf_kernel_t *k, tcf_fgroup_t *f
 int tcf_kernel_check(const tcf_fjob_t *job, uint32_t j, int arch, int cache, CUstream *s)
 {
     const tcf_orig_t *o = &job->orig[j];
+    if (o->is_red)   /* a row reduction has no kernel of its own: its group's check is its */
+        return 1;
     tcf_kernel_t *k = tcf_kernel_get(o->f);
     int kv = atomic_load(&k->verdict);
     if (kv != TCF_KV_UNKNOWN)
@@ -134,6 +136,8 @@ static int tcf_kernels_known_good(const tcf_fjob_t *job, int arch)
     char *src = NULL, *vsrc = NULL;
     int good = 1;
     for (uint32_t j = 0; j < job->norig && good; j++) {
+        if (job->orig[j].is_red)   /* checked within its group's verdict */
+            continue;
         tcf_kernel_t *k = tcf_kernel_get(job->orig[j].f);
         int kv = atomic_load(&k->verdict);
         if (kv != TCF_KV_UNKNOWN) {

@@ -102,6 +102,22 @@ static uint64_t tcf_operand_bytes(const tcf_op_t *op, unsigned o, uint32_t opn,
 static int tcf_vproblem(const tcf_fjob_t *job, uint64_t target, tcf_vproblem_t *p, char *why,
                         size_t cap)
 {
+    if (job->g.red) {
+        /* A row group is checked whole: its reduction's launch (config, grid, calculators)
+         * is PyTorch's for these rows, and re-running it on fewer would need them made
+         * again as setReduceConfig makes them. Its scratch is bounded below. */
+        memset(&p->sp, 0, sizeof p->sp);
+        p->sp.nd = 2, p->sp.size[0] = p->size[0] = job->args.size[0];
+        p->sp.size[1] = p->size[1] = job->args.size[1];
+        p->n = (uint64_t)p->size[0] * p->size[1];
+        for (uint32_t j = 0; j < job->norig; j++) {
+            const tcf_op_t *op = &job->orig[j].op;
+            p->opn[j] = op->n;
+            for (unsigned d = 0; d < TCF_OP_MAX_DIMS; d++)
+                p->opsize[j][d] = d < op->it.ndim ? op->it.size[d] : 1;
+        }
+        return 0;
+    }
     tcf_fuser_space(&job->g, &job->args, &p->sp);
     p->n = tcf_fuser_verify_sizes(&p->sp, target, job->g.ndim ? job->g.vec : 1, p->size);
     for (uint32_t j = 0; j < job->norig; j++)
@@ -145,6 +161,40 @@ static uint32_t tcf_words_from(const tcf_op_t *op)
     if (op->loop != TCF_LOOP_STRIDED && op->loop != TCF_LOOP_STRIDED_CAST)
         return 0;
     return 8 + ((304 + 100 * (1u + op->nin) + 7) & ~7u);
+}
+
+/* A row group's argument on scratch: the reduction's own (its src and dst moved to their
+ * scratch regions in set B: the same alignment, so the same vector head), the group's
+ * buffers as bound in args, their strides and scalars. 0, or -1 when the reduction's
+ * tensors are not among the operands. */
+static int tcf_verify_rows_args(const tcf_fjob_t *job, const tcf_fused_args_t *args,
+                                const tcf_vaddr_t *addr, uint32_t na, const uint64_t *rbase,
+                                const uint32_t *off, CUdeviceptr setB, tcf_rows_args_t *ra)
+{
+    const tcf_orig_t *red = NULL;
+    for (uint32_t j = 0; j < job->norig; j++)
+        if (job->orig[j].is_red)
+            red = &job->orig[j];
+    if (!red)
+        return -1;
+    memset(ra, 0, sizeof *ra);
+    tcf_reduce_args_of(&red->red, &ra->r);
+    int src = -1, dst = -1;
+    for (uint32_t i = 0; i < na; i++) {
+        if (addr[i].addr == red->red.src)
+            src = (int)i;
+        if (addr[i].addr == red->red.dst)
+            dst = (int)i;
+    }
+    if (src < 0 || dst < 0)
+        return -1;
+    ra->r.src = setB + rbase[src] + off[src];
+    ra->r.dst = setB + rbase[dst] + off[dst];
+    for (unsigned b = 0; b < job->g.nbufs; b++)
+        ra->buf[b] = args->buf[b], ra->st[b][0] = job->args.stride[b][0],
+        ra->st[b][1] = job->args.stride[b][1];
+    memcpy(ra->s, args->s, sizeof ra->s);
+    return 0;
 }
 
 /* One run of the check on problem p, operand i at byte offset off[i] (< 256) into its own
@@ -198,8 +248,10 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         }
     }
     for (uint32_t j = 0; j < job->norig; j++) {
-        tcf_orig_t o = job->orig[j];
-        uint32_t from = tcf_words_from(&o.op);
+        static _Thread_local tcf_orig_t o;   /* 1.4 KiB: off the worker's stack */
+        o = job->orig[j];
+        /* a reduce_kernel's one parameter is its ReduceOp: every word may be a pointer */
+        uint32_t from = o.is_red ? 0 : tcf_words_from(&o.op);
         /* Bytes between parameters are padding the kernel never reads, and hold whatever
          * the caller's stack held: the strided loop's bytes 4..7, beside N, took the high
          * half of a pointer on Llama and made word 0 look like an address the driver knew
@@ -211,6 +263,18 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         for (uint32_t b = 0; b < o.pbytes; b++)
             if (!used[b])
                 o.params[b] = 0;
+        /* A ReduceOp is one parameter with padding inside it (PYTORCH-REDUCE.md §2.1: an
+         * empty functor's byte and the padding to ident, the 3 bytes after the config's
+         * vectorize_input, the 2 after final_output), never read: zeroed the same way. */
+        if (o.is_red) {
+            const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
+            if (rk->span == o.pbytes && rk->ident_off < 16 && rk->cfg_off + 60 <= o.pbytes) {
+                if (rk->ops_size == 1)
+                    memset(o.params, 0, rk->ident_off);
+                memset(o.params + rk->cfg_off + 57, 0, 3);
+                memset(o.params + o.pbytes - 6, 0, 2);
+            }
+        }
         /* Pointers sit in the data array; N is parameter 0 (int) in every loop decoded. */
         for (uint32_t at = from; at + 8 <= o.pbytes; at += 8) {
             uint64_t v;
@@ -223,23 +287,26 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
                 }
         }
         /* N, and a strided original's dims with their IntDividers: the same elements'
-         * first corner, as the generated kernel runs it */
-        if (tcf_decode_resize(o.params, o.pbytes, &o.op, p->opn[j], p->opsize[j])) {
+         * first corner, as the generated kernel runs it (a row group runs whole) */
+        if (!job->g.red && tcf_decode_resize(o.params, o.pbytes, &o.op, p->opn[j], p->opsize[j])) {
             snprintf(why, cap, "cannot size an original for %u elements", p->opn[j]);
             goto done;
         }
         /* PyTorch sized the grid for its N (ceil(N / block work)), and its kernels assume
          * no block lies wholly past N: give the smaller N the grid PyTorch would have. The
          * block work is the power of two that reproduces the recorded grid. */
-        uint32_t bw = 0;
+        uint32_t bw = job->g.red ? 1 : 0;
         for (uint32_t q = 32; q <= (1u << 20) && !bw; q <<= 1)
             if ((o.op.n + q - 1) / q == o.grid[0])
                 bw = q;
-        if (!bw || o.grid[1] != 1 || o.grid[2] != 1) {
+        if (job->g.red)
+            ;   /* whole: the grid it was launched with */
+        else if (!bw || o.grid[1] != 1 || o.grid[2] != 1) {
             snprintf(why, cap, "cannot size an original's grid for %u elements", p->opn[j]);
             goto done;
         }
-        o.grid[0] = (p->opn[j] + bw - 1) / bw;
+        else
+            o.grid[0] = (p->opn[j] + bw - 1) / bw;
         /* Any word left that points into the application's device memory would let an
          * original touch it: refuse rather than risk it. */
         for (uint32_t at = 0; at + 8 <= o.pbytes; at = at ? at + 8 : from ? from : 8) {
@@ -288,13 +355,23 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         if (job->g.ops[k].out_buf != TCF_NO_STORE)
             stored[job->g.ops[k].out_buf] = 1;
     void *kp[1] = { &args };
+    uint32_t fgrid[3] = { tcf_codegen_grid(&job->g, p->n), 1, 1 }, fblock[3] = { TCF_FUSED_BLOCK, 1, 1 };
+    tcf_rows_args_t ra;
+    if (job->g.red && tcf_verify_rows_args(job, &args, addr, na, rbase, off, setB, &ra)) {
+        snprintf(why, cap, "the reduction's tensors are no operands of the group");
+        goto done;
+    }
+    if (job->g.red) {
+        kp[0] = &ra;
+        tcf_reduce_launch_dims(&job->g.rs, ra.r.num_outputs, fgrid, fblock);
+    }
     CUresult lrc = tcf_drv.stream_synchronize(s);   /* the originals' own errors first */
     if (lrc != CUDA_SUCCESS) {
         snprintf(why, cap, "the original kernels failed on scratch memory (%d)", (int)lrc);
         goto done;
     }
-    lrc = tcf_drv.launch_kernel(fused, tcf_codegen_grid(&job->g, p->n), 1, 1, TCF_FUSED_BLOCK,
-                                1, 1, 0, s, kp, NULL);
+    lrc = tcf_drv.launch_kernel(fused, fgrid[0], fgrid[1], fgrid[2], fblock[0], fblock[1],
+                                fblock[2], 0, s, kp, NULL);
     CUresult src = lrc == CUDA_SUCCESS ? tcf_drv.stream_synchronize(s) : CUDA_SUCCESS;
     if (lrc != CUDA_SUCCESS || src != CUDA_SUCCESS) {
         snprintf(why, cap, "the generated kernel failed on scratch memory (launch %d, sync %d)",
@@ -312,9 +389,9 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         uint64_t es = tcf_dtype_size(job->g.buf_dt[b]), bytes = p->n * es;
         if (!stored[b])
             continue;
-        if (job->g.ndim) {
+        if (job->g.ndim || job->g.red) {
             bytes = es;
-            for (unsigned d = 0; d < job->g.ndim; d++)
+            for (unsigned d = 0; d < (job->g.red ? 2u : job->g.ndim); d++)
                 bytes += (uint64_t)(p->size[d] - 1) * job->args.stride[b][d];
         }
         if (off[bi[b]] + bytes > cmp[bi[b]])
@@ -391,7 +468,8 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
     uint32_t off[TCF_MAX_ADDR];
     uint32_t na = 0;
     tcf_vproblem_t *p = tcf_malloc(sizeof *p);
-    int elementwise = job->g.vec == 1, rc = -1;  /* every access one element wide */
+    /* every access one element wide (a row group's reduction loads in vectors) */
+    int elementwise = job->g.vec == 1 && !job->g.red, rc = -1;
     if (!p) {
         snprintf(why, cap, "out of memory");
         return -1;

@@ -59,7 +59,9 @@ CUfunction tcf_load_mod(const void *cubin, CUfunction *fn, CUmodule *mod)
 {
     if (tcf_fault(TCF_FAULT_MODULE_LOAD) || tcf_drv.module_load_data(mod, cubin) != CUDA_SUCCESS)
         return NULL;
-    if (tcf_drv.module_get_function(fn, *mod, TCF_FUSED_KERNEL) != CUDA_SUCCESS) {
+    /* an elementwise group's kernel, or a row group's (gen_rows.c: the reduction's) */
+    if (tcf_drv.module_get_function(fn, *mod, TCF_FUSED_KERNEL) != CUDA_SUCCESS &&
+        tcf_drv.module_get_function(fn, *mod, TCF_REDUCE_KERNEL) != CUDA_SUCCESS) {
         if (tcf_drv.module_unload)
             tcf_drv.module_unload(*mod);
         return NULL;

@@ -36,6 +36,11 @@ static int same_kernel(const tcf_fgroup_t *want, const tcf_fgroup_t *got)
     if ((a->vec > 1 && b->vec != a->vec) || a->ndim != b->ndim ||
         (a->vec > 1 && a->bcast0 != b->bcast0))
         return 0;
+    /* a row group: the same reduction kernel (its block and vector widths follow the row
+     * length) and the same ops per row */
+    if (a->red != b->red || a->rowops != b->rowops ||
+        (a->red && memcmp(&a->rs, &b->rs, sizeof a->rs)))
+        return 0;
     for (unsigned k = 0; k < a->nops; k++)
         if (!same_op(&a->ops[k], &b->ops[k]))
             return 0;
@@ -64,7 +69,8 @@ int tcf_fuser_bind(const tcf_fgroup_t *grp, const tcf_item_t *items, size_t n,
     for (size_t i = grp->first; i <= grp->last; i++) {
         const tcf_item_t *it = &items[i];
         if (k < grp->nitems && i == grp->items[k]) {
-            if (it->kind != TCF_ITEM_OP || !tcf_fuser_op_ok(&it->op) ||
+            if ((it->kind != TCF_ITEM_REDUCE &&
+                 (it->kind != TCF_ITEM_OP || !tcf_fuser_op_ok(&it->op))) ||
                 tcf_fuser_build_add(&b, items, (uint16_t)i) >= 0)
                 return -1;
             k++;

@@ -47,6 +47,16 @@
  *   2^31) with vec = 16 / the widest element when dim 0 is a multiple of it and every
  *   buffer is contiguous along dim 0 with its address and outer strides aligned to its
  *   pack, or (loaded only) broadcast along dim 0; else vec 1.
+ * - Row reductions (TCF_ITEM_REDUCE, codegen/reduce.h): a group may hold one. It is the
+ *   op [K, M] -> [M] whose input view has strides (element size, row stride) and whose
+ *   output view (0, output stride) is broadcast along the row, so dataflow through views
+ *   links it to its producers and consumers as any op. Its rows must be one dim (odims
+ *   1), K and M at least 2, and the group's space must be and stay exactly [K, M] (else
+ *   reduce-shape; a second reduction ends the group: reduce-follows). After it, an op
+ *   over M elements with a 1-d space is per row: it joins as the op over [K, M] with
+ *   every stride 0 along the row (+ eps, rsqrt on the [rows, 1] mean). A per-row write
+ *   into a buffer the group loads is an overlap (its store precedes the second pass).
+ *   The kernel is codegen/gen_rows.c's; vec 1, ndim 0, the strides in args.stride[][0..1].
  * - An op that is not fused counts once in reasons, under the stronger cause on its two
  *   sides (overlap, then group-full, then shape-differs, then size-differs, then alone).
  *   UNALIGNED counts the ops of contiguous groups that fell to vec 1: those ops were
@@ -76,11 +86,15 @@ typedef enum {
     TCF_ITEM_OPAQUE,   /* any other launch or device operation: may read or write anything */
     TCF_ITEM_ALLOC,    /* ptr, size: a stream-ordered allocation */
     TCF_ITEM_FREE,     /* ptr: a stream-ordered free */
+    TCF_ITEM_REDUCE,   /* a decoded row reduction (red is valid) */
 } tcf_item_kind_t;
 
 typedef struct {
     tcf_item_kind_t kind;
-    tcf_op_t        op;       /* TCF_ITEM_OP */
+    union {
+        tcf_op_t     op;      /* TCF_ITEM_OP */
+        tcf_reduce_t red;     /* TCF_ITEM_REDUCE */
+    };
     uint64_t        ptr, size;/* ALLOC, FREE (size 0 when unknown) */
 } tcf_item_t;
 
@@ -109,6 +123,10 @@ typedef struct {
     X(SHAPE,       "shape-differs") /* same count, spaces with no common refinement */     \
     X(OVERLAP,     "overlap")       /* partial overlap or dtype aliasing between buffers */ \
     X(TOO_BIG,     "group-full")    /* ops or buffers past the group limits */             \
+    X(ROWS,        "reduce-shape")  /* a row reduction that cannot join: its rows are not  \
+                                     * one dim, a row or a row count under 2, or the group's \
+                                     * space would not stay [row, rows] */                 \
+    X(REDUCE2,     "reduce-follows")/* a group holds one reduction: the next one ends it */ \
     X(UNALIGNED,   "unaligned")     /* not a reason to refuse: recorded when vec = 1 */
 
 typedef enum {
@@ -139,6 +157,18 @@ int tcf_fuser_bind(const tcf_fgroup_t *grp, const tcf_item_t *items, size_t n,
  * checking one decoded kernel against its original runs. 0, or -1 when op cannot be
  * reasoned about or its own operands overlap. */
 int tcf_fuser_single(const tcf_op_t *op, tcf_fgroup_t *g);
+
+/* The op a row reduction joins a group as: kind NONE, one input, over [K, M] (K the row
+ * length, M the rows): input strides (element size, row stride), output (0, output
+ * stride). 0, or -1 when it cannot join any group (reduce-shape). */
+int tcf_fuser_reduce_op(const tcf_reduce_t *r, tcf_op_t *op);
+
+/* A row group's kernel argument (g.red > 0, codegen.h): the reduction's own (from its item
+ * in items, the window the group was planned or bound on), then args' buffers, their
+ * strides along the row and across rows, and scalars. 0, or -1 when grp is no row group
+ * of that window. */
+int tcf_fuser_rows_args(const tcf_fgroup_t *grp, const tcf_item_t *items, size_t n,
+                        const tcf_fused_args_t *args, tcf_rows_args_t *ra);
 
 const char *tcf_fuser_reason_name(tcf_fuser_reason_t r);
 

@@ -34,12 +34,12 @@ static uint64_t operand_end(const tcf_op_t *op, unsigned o)
     return p > UINT64_MAX - m - es ? 0 : p + m + es;
 }
 
-int tcf_fuser_op_ok(const tcf_op_t *op)
+/* tcf_fuser_op_ok without the kind: a reduction joins as an op of kind NONE. */
+static int views_ok(const tcf_op_t *op)
 {
     tcf_space_t sp;
     uint32_t st[4][TCF_OP_MAX_DIMS];
-    if (op->kind <= TCF_OP_NONE || op->kind >= TCF_OP_NKIND || !op->n || op->nin < 1 ||
-        op->nin > 3 || op->nscalar > 2 || tcf_space_of(op, &sp, st))
+    if (!op->n || op->nin < 1 || op->nin > 3 || op->nscalar > 2 || tcf_space_of(op, &sp, st))
         return 0;
     for (unsigned o = 0; o <= op->nin; o++) {
         uint64_t p = operand_ptr(op, o), e;
@@ -51,6 +51,59 @@ int tcf_fuser_op_ok(const tcf_op_t *op)
     return 1;
 }
 
+int tcf_fuser_op_ok(const tcf_op_t *op)
+{
+    return op->kind > TCF_OP_NONE && op->kind < TCF_OP_NKIND && views_ok(op);
+}
+
+int tcf_fuser_reduce_op(const tcf_reduce_t *r, tcf_op_t *op)
+{
+    uint32_t K = r->cfg.num_inputs, M = r->cfg.num_outputs;
+    if (r->op <= TCF_RED_NONE || r->op >= TCF_RED_NOPS || r->odims != 1 || K < 2 || M < 2 ||
+        r->osize[0] != M || (uint64_t)K * M > UINT32_MAX)
+        return -1;
+    memset(op, 0, sizeof *op);
+    op->kind = TCF_OP_NONE, op->rule = "reduce", op->loop = TCF_LOOP_STRIDED, op->vec = 1;
+    op->nin = 1, op->n = K * M;
+    op->out_dt = op->res_dt = r->out_dt, op->in_dt[0] = op->compute_dt = r->in_dt;
+    op->out = r->dst, op->in[0] = r->src;
+    op->it.ndim = 2, op->it.size[0] = K, op->it.size[1] = M;
+    op->it.stride[0][1] = r->ostride[0][0];
+    op->it.stride[1][0] = tcf_dtype_size(r->in_dt), op->it.stride[1][1] = r->ostride[0][1];
+    return views_ok(op) ? 0 : -1;
+}
+
+/* The op items[idx] joins b as: a decoded op as it is; a row reduction as the op over
+ * [K, M] reading (element size, row stride) and writing (0, output stride); after the
+ * group's reduction, an op over its M rows (a 1-d space) as the op over [K, M] with every
+ * stride 0 along the row (*row = 1). -1, or the reason it cannot join. */
+static int as_op(const tcf_fuser_build_t *b, const tcf_item_t *it, tcf_op_t *op, int *row)
+{
+    *row = 0;
+    if (it->kind == TCF_ITEM_REDUCE) {
+        if (b->nops && b->red)
+            return TCF_FUSER_REDUCE2;
+        return tcf_fuser_reduce_op(&it->red, op) ? TCF_FUSER_ROWS : -1;
+    }
+    *op = it->op;
+    if (b->nops && b->red && op->n != b->n && op->n == b->M) {
+        tcf_space_t sp;
+        uint32_t st[4][TCF_OP_MAX_DIMS];
+        if (tcf_space_of(op, &sp, st) || sp.nd != 1)
+            return TCF_FUSER_SIZE;
+        memset(&op->it, 0, sizeof op->it);
+        op->it.ndim = 2, op->it.size[0] = b->K, op->it.size[1] = b->M;
+        for (unsigned o = 0; o <= op->nin; o++)
+            op->it.stride[o][1] = st[o][0];
+        op->n = (uint32_t)b->n;
+        if (op->loop != TCF_LOOP_STRIDED_CAST && op->loop != TCF_LOOP_STRIDED)
+            op->loop = TCF_LOOP_STRIDED;
+        *row = 1;
+        return views_ok(op) ? -1 : TCF_FUSER_SIZE;
+    }
+    return -1;
+}
+
 static int same_view(const tcf_fuser_buf_t *x, uint64_t p, uint64_t e, tcf_dtype_t dt,
                      const uint32_t *st, const uint32_t *xst, unsigned nd)
 {
@@ -59,14 +112,19 @@ static int same_view(const tcf_fuser_buf_t *x, uint64_t p, uint64_t e, tcf_dtype
 
 int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx)
 {
-    const tcf_op_t *op = &items[idx].op;
+    static _Thread_local tcf_op_t xop;
+    const tcf_op_t *op = &xop;
     unsigned k = b->nops, nraw = b->nraw, slots = 0;
     uint8_t ref[4] = { 0 };
     tcf_space_t osp, sp;
     uint32_t ost[4][TCF_OP_MAX_DIMS], st[4][TCF_OP_MAX_DIMS];
     static _Thread_local uint32_t rst[TCF_FUSER_RAW_MAX][TCF_OP_MAX_DIMS];  /* raws, re-split */
+    int row, why = as_op(b, &items[idx], &xop, &row);
+    int isred = items[idx].kind == TCF_ITEM_REDUCE;
     int strided = (k && b->strided) || op->it.ndim;
 
+    if (why >= 0)
+        return why;
     if (k && op->n != b->n)
         return TCF_FUSER_SIZE;
     if (k == TCF_GROUP_MAX_OPS || b->nscalars + op->nscalar > TCF_GROUP_MAX_SCALARS)
@@ -76,6 +134,11 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
     if (!k)
         sp = osp;
     else if (tcf_space_refine(&b->sp, &osp, &sp))
+        return isred ? TCF_FUSER_ROWS : TCF_FUSER_SHAPE;
+    /* a row group's space is [K, M], before and after every op */
+    if (isred && (sp.nd != 2 || sp.size[0] != op->it.size[0]))
+        return TCF_FUSER_ROWS;
+    if (k && b->red && (sp.nd != b->sp.nd || memcmp(sp.size, b->sp.size, sizeof sp.size)))
         return TCF_FUSER_SHAPE;
     /* Every view over the (maybe finer) space: the group's so far, and this op's. */
     for (unsigned r = 0; r < nraw; r++)
@@ -111,6 +174,9 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
                     return TCF_FUSER_OVERLAP;
                 continue;
             }
+            /* a per-row value is stored before the second pass loads the row */
+            if (!o && (row || isred) && x->loaded)
+                return TCF_FUSER_OVERLAP;
             hit = (int)r;
         }
         /* A freed block handed out again and read before anything wrote it: eager read
@@ -151,6 +217,11 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
     b->sp = sp;
     b->strided = (uint8_t)strided;
     b->item[k] = idx;
+    b->xop[k] = xop;
+    if (isred)
+        b->red = (uint8_t)(k + 1), b->K = op->it.size[0], b->M = op->it.size[1];
+    if (row)
+        b->rowops |= 1u << k;
     b->nraw = (uint8_t)nraw;
     b->nscalars = (uint8_t)(b->nscalars + op->nscalar);
     b->n = op->n;
@@ -265,12 +336,12 @@ int tcf_fuser_build_finish(const tcf_fuser_build_t *b, const tcf_item_t *items, 
             maxes = tcf_dtype_size(x->dt);
         aligned &= (x->ptr & 15) == 0;
         if (x->loaded)
-            fg->bytes_read += b->n * tcf_dtype_size(x->dt);
+            fg->bytes_read += (b->red && !x->st[0] ? b->M : b->n) * tcf_dtype_size(x->dt);
         g->nbufs++;
     }
 
     for (unsigned k = 0; k < b->nops; k++) {
-        const tcf_op_t *op = &items[b->item[k]].op;
+        const tcf_op_t *op = &b->xop[k];
         tcf_gop_t *go = &g->ops[k];
         unsigned r = b->out[k];
         *go = (tcf_gop_t){ .kind = op->kind, .mode = op->mode, .sarg = op->sarg, .nin = op->nin,
@@ -299,7 +370,15 @@ int tcf_fuser_build_finish(const tcf_fuser_build_t *b, const tcf_item_t *items, 
         fg->items[k] = b->item[k];
     }
     g->nops = b->nops;
-    fg->bytes_avoided = unfused - fg->bytes_read - fg->bytes_written;
+    fg->bytes_avoided = unfused > fg->bytes_read + fg->bytes_written
+                      ? unfused - fg->bytes_read - fg->bytes_written : 0;
+    if (b->red) {
+        /* a row group: gen_rows.c's kernel in the reduction's launch shape (fuser.h) */
+        tcf_reduce_shape_of(&items[b->item[b->red - 1]].red, &g->rs);
+        g->red = b->red, g->rowops = b->rowops, g->vec = 1;
+        fg->args.size[0] = b->K, fg->args.size[1] = b->M;
+        return 0;
+    }
     if (!b->strided) {
         g->vec = (uint8_t)(aligned ? 16 / maxes : 1);
         return !aligned;

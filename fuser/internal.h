@@ -28,7 +28,12 @@ typedef struct {
     tcf_space_t     sp;         /* the common refinement of the ops' spaces */
     uint8_t         strided;    /* an op of the group is strided: the kernel indexes N-d */
     uint8_t         nops, nraw, nscalars;
+    uint8_t         red;        /* 1 + the index of the row reduction among the ops, or 0 */
+    uint32_t        rowops;     /* ops per row (after the reduction) */
+    uint32_t        K, M;       /* red: the row length and the row count */
     uint16_t        item[TCF_GROUP_MAX_OPS];
+    tcf_op_t        xop[TCF_GROUP_MAX_OPS];     /* each op as it joined (a reduction or a
+                                                 * per-row op re-expressed over [K, M]) */
     uint8_t         out[TCF_GROUP_MAX_OPS];     /* raw buffer each op writes */
     uint8_t         src[TCF_GROUP_MAX_OPS][3];  /* raw buffer, or TCF_SRC_OP | op */
     tcf_fuser_buf_t raw[TCF_FUSER_RAW_MAX];
@@ -56,9 +61,9 @@ int tcf_fuser_op_ok(const tcf_op_t *op);
 
 /* Bytes per element of a memory dtype; 0 for NONE. */
 
-/* Adds items[idx] (an op that passed tcf_fuser_op_ok) as the builder's next op. Returns
- * -1 when added, else the reason it cannot join (SIZE, OVERLAP, TOO_BIG); the builder is
- * then unchanged. */
+/* Adds items[idx] (an op that passed tcf_fuser_op_ok, or a row reduction) as the
+ * builder's next op. Returns -1 when added, else the reason it cannot join (SIZE, SHAPE,
+ * OVERLAP, TOO_BIG, ROWS, REDUCE2); the builder is then unchanged. */
 int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx);
 
 /* A free of ptr seen after the builder's ops: buffers starting there are dead. */

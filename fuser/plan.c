@@ -27,7 +27,8 @@ typedef struct {
  * than having no fusible neighbour at all. */
 static int rank(int r)
 {
-    return r == TCF_FUSER_OVERLAP ? 4 : r == TCF_FUSER_TOO_BIG ? 3 : r == TCF_FUSER_SHAPE ? 2
+    return r == TCF_FUSER_OVERLAP ? 4 : r == TCF_FUSER_TOO_BIG ? 3
+         : r == TCF_FUSER_SHAPE || r == TCF_FUSER_ROWS || r == TCF_FUSER_REDUCE2 ? 2
          : r == TCF_FUSER_SIZE;
 }
 
@@ -48,7 +49,8 @@ static void close_group(tcf_fuser_walk_t *w, int right)
             p->item_group[g->items[k]] = (int16_t)p->ngroups;
         p->ngroups++;
     }
-    b->nops = b->nraw = b->nscalars = 0;
+    b->nops = b->nraw = b->nscalars = b->red = 0;
+    b->rowops = 0;
     w->left = right;
 }
 
@@ -83,6 +85,15 @@ int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan)
                 w.left = TCF_FUSER_ALONE;
             }
             break;
+        case TCF_ITEM_REDUCE:   /* a row reduction joins as an op (group.c says how) */
+            if ((r = tcf_fuser_build_add(&w.b, items, (uint16_t)i)) < 0)
+                break;
+            close_group(&w, r);
+            if ((r = tcf_fuser_build_add(&w.b, items, (uint16_t)i)) >= 0) {
+                plan->reasons[r]++;   /* a reduction no group can hold */
+                w.left = TCF_FUSER_ALONE;
+            }
+            break;
         case TCF_ITEM_FREE:
             tcf_fuser_build_free(&w.b, it->ptr);
             break;
@@ -105,5 +116,22 @@ int tcf_fuser_single(const tcf_op_t *op, tcf_fgroup_t *g)
     if (!tcf_fuser_op_ok(op) || tcf_fuser_build_add(&b, &item, 0) >= 0)
         return -1;
     tcf_fuser_build_finish(&b, &item, 1, g);
+    return 0;
+}
+
+int tcf_fuser_rows_args(const tcf_fgroup_t *grp, const tcf_item_t *items, size_t n,
+                        const tcf_fused_args_t *args, tcf_rows_args_t *ra)
+{
+    const tcf_group_t *g = &grp->g;
+    if (!g->red || g->red > grp->nitems || g->nbufs > TCF_GROUP_MAX_BUFS ||
+        g->nscalars > TCF_GROUP_MAX_SCALARS || grp->items[g->red - 1] >= n ||
+        items[grp->items[g->red - 1]].kind != TCF_ITEM_REDUCE)
+        return -1;
+    memset(ra, 0, sizeof *ra);
+    tcf_reduce_args_of(&items[grp->items[g->red - 1]].red, &ra->r);
+    for (unsigned b = 0; b < g->nbufs; b++)
+        ra->buf[b] = args->buf[b], ra->st[b][0] = args->stride[b][0],
+        ra->st[b][1] = args->stride[b][1];
+    memcpy(ra->s, args->s, sizeof ra->s);
     return 0;
 }

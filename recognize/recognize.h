@@ -22,6 +22,7 @@
 
 #include "base/driver.h"
 #include "recognize/decode.h"
+#include "recognize/decode_reduce.h"
 
 /* --- kernel identity (kernels.c) ------------------------------------------------------ */
 enum { TCF_KIND_UNKNOWN = 0, TCF_KIND_KERNEL, TCF_KIND_FUNCTION };
@@ -41,6 +42,8 @@ typedef struct {
     atomic_int  fuse_state;   /* TCF_FUSE_*: whether fuse mode may hold its launches */
     tcf_decode_kernel_t dk;   /* what its name and layout decode to; written once before
                                * fuse_state becomes DECODABLE (release) */
+    uint8_t     is_reduce;    /* a reduce_kernel: drk, not dk (written with dk) */
+    tcf_decode_reduce_kernel_t drk;
     atomic_int  verdict;      /* TCF_KV_*: its decoding checked alone against it */
     _Atomic uint64_t code;    /* identity of the code it came from (images.c); 0 unknown */
     atomic_int  code_known;   /* code was looked up */

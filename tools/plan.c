@@ -121,22 +121,28 @@ static void print_group(tcf_plan_state_t *s, unsigned gi, const tcf_fgroup_t *fg
     /* an N-d group: its space, innermost first, and each buffer's byte strides over it */
     for (unsigned d = 0; d < g->ndim; d++)
         printf("%s%u", d ? "x" : ", space ", fg->args.size[d]);
+    if (g->red)   /* a row group: rows of K elements, M of them */
+        printf(", rows %ux%u, reduction op %u", fg->args.size[0], fg->args.size[1], g->red - 1u);
     printf("\n");
-    for (unsigned b = 0; g->ndim && b < g->nbufs; b++) {
+    for (unsigned b = 0; (g->ndim || g->red) && b < g->nbufs; b++) {
         printf("    buf%u %s%s strides", b, dt(g->buf_dt[b]),
                g->vec > 1 && (g->bcast0 >> b & 1) ? " (broadcast in packs)" : "");
-        for (unsigned d = 0; d < g->ndim; d++)
+        for (unsigned d = 0; d < (g->red ? 2u : g->ndim); d++)
             printf(" %u", fg->args.stride[b][d]);
         printf("\n");
     }
     for (unsigned k = 0; k < g->nops; k++) {
         const tcf_gop_t *op = &g->ops[k];
         for (unsigned i = 0; i < 3; i++) where(op->in_src[i], a[i], sizeof a[i]);
-        printf("    op %u (item %u): %s %s%s%s n=%u in %s%s%s%s%s -> %s\n", k, fg->items[k],
-               tcf_decode_kind_name(op->kind), dt(op->in_dt[0]),
+        const tcf_item_t *it = &items[fg->items[k]];
+        int red = it->kind == TCF_ITEM_REDUCE;
+        printf("    op %u (item %u): %s%s %s%s%s n=%u in %s%s%s%s%s -> %s\n", k, fg->items[k],
+               red ? "REDUCE " : tcf_decode_kind_name(op->kind),
+               red ? tcf_reduce_op_name(it->red.op) : g->red && (g->rowops >> k & 1) ? " (per row)" : "",
+               dt(op->in_dt[0]),
                op->out_dt != op->in_dt[0] ? "->" : "",
                op->out_dt != op->in_dt[0] ? dt(op->out_dt) : "",
-               items[fg->items[k]].op.n, a[0], op->nin > 1 ? "," : "", op->nin > 1 ? a[1] : "",
+               red ? it->red.cfg.num_inputs * it->red.cfg.num_outputs : it->op.n, a[0], op->nin > 1 ? "," : "", op->nin > 1 ? a[1] : "",
                op->nin > 2 ? "," : "", op->nin > 2 ? a[2] : "", where(op->out_buf, o, sizeof o));
     }
     if (tcf_codegen_source(g, s->src, sizeof s->src) < 0) {
@@ -176,7 +182,7 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
             continue;
         }
         launches += s->why[i] != 0xff;
-        ops += s->items[i].kind == TCF_ITEM_OP;
+        ops += s->items[i].kind == TCF_ITEM_OP || s->items[i].kind == TCF_ITEM_REDUCE;
         if (s->why[i] != 0xff && s->why[i] != TCF_DECODE_OK) notdec[s->why[i]]++;
         wfam[m] = s->why[i] != 0xff ? s->fam[i] : 0xff;   /* 0xff: no launch */
         if (wfam[m] != 0xff && (s->only < 0 || id == s->only)) {
@@ -293,9 +299,10 @@ static void on_event(tcf_plan_state_t *s, const tcf_trace_event_t *ev)
                                       { l->block[0], l->block[1], l->block[2] } };
             why = (uint8_t)tcf_decode_launch(&d, &it.op);
             if (why == TCF_DECODE_OK) it.kind = TCF_ITEM_OP;
-            if (why == TCF_DECODE_REDUCTION) {   /* decoded as a row reduction, or why not; */
-                tcf_reduce_t r;                  /* the planner sees it as opaque work */
+            if (why == TCF_DECODE_REDUCTION) {   /* decoded as a row reduction, or why not */
+                tcf_reduce_t r;
                 why = (uint8_t)tcf_decode_reduce(&d, &r);
+                if (why == TCF_DECODE_OK) it.kind = TCF_ITEM_REDUCE, it.red = r;
             }
         }
     } else if (ev->ev == TCF_TRACE_EV_ALLOC || ev->ev == TCF_TRACE_EV_FREE) {

@@ -78,26 +78,40 @@ EOF
     diff -u "$T/want" "$T/tail"
 }
 
-@test "plan: HF Llama's RMSNorm tail (broadcast, cast, broadcast) is one N-d group in packs" {
+@test "plan: HF Llama's RMSNorm (residual add, cast, square, mean, + eps, rsqrt, x * r, cast, weight *) is one row group" {
     split "$TCFUSE" plan --window 29 tests/fixtures/trace-hf-llama.jsonl
     [ "$status" -eq 0 ]
     plan_only >"$T/plan"
     cat >"$T/want" <<'EOF'
-  group 2: items 8-10, 3 ops, n=16777216, 6 buffers, 0 scalars, vec 4, 0 stores dropped, 100663296 bytes avoided, space 2048x8192
-    buf0 f32 strides 4 8192
-    buf1 f32 (broadcast in packs) strides 0 4
-    buf2 f32 strides 4 8192
-    buf3 bf16 strides 2 4096
-    buf4 bf16 strides 2 0
-    buf5 bf16 strides 2 4096
-    op 0 (item 8): MUL f32 n=16777216 in buf0,buf1 -> buf2
-    op 1 (item 9): CAST f32->bf16 n=16777216 in op0 -> buf3
-    op 2 (item 10): MUL bf16 n=16777216 in buf4,op1 -> buf5
+  group 0: items 2-10, 9 ops, n=16777216, 9 buffers, 3 scalars, vec 1, 1 stores dropped, 603979776 bytes avoided, rows 2048x8192, reduction op 3
+    buf0 bf16 strides 2 4096
+    buf1 bf16 strides 2 4096
+    buf2 bf16 strides 2 4096
+    buf3 f32 strides 4 8192
+    buf4 f32 strides 4 8192
+    buf5 f32 strides 0 4
+    buf6 f32 strides 0 4
+    buf7 f32 strides 0 4
+    buf8 bf16 strides 2 0
+    op 0 (item 2): ADD bf16 n=16777216 in buf0,buf1 -> buf2
+    op 1 (item 3): CAST bf16->f32 n=16777216 in op0 -> buf3
+    op 2 (item 4): POW2 f32 n=16777216 in op1 -> -
+    op 3 (item 5): REDUCE MEAN f32 n=16777216 in op2 -> buf5
+    op 4 (item 6): ADD (per row) f32 n=8192 in op3 -> buf6
+    op 5 (item 7): RSQRT (per row) f32 n=8192 in op4 -> buf7
+    op 6 (item 8): MUL f32 n=16777216 in op1,op5 -> buf4
+    op 7 (item 9): CAST f32->bf16 n=16777216 in op6 -> buf0
+    op 8 (item 10): MUL bf16 n=16777216 in buf8,op7 -> buf1
 EOF
-    grep -A 9 -x '  group 2: items 8-10, .*' "$T/plan" | diff -u "$T/want" -
-    # its kernel indexes the space once per pack of four and loads the row's value once
-    grep -q '^    | extern "C" __global__ void __launch_bounds__(128) tcf_fused(tcf_args_nd a) {$' "$T/out"
-    grep -q '^    |     const float S1 = \*(const float \*)(B1 + o1);$' "$T/out"
+    grep -A 18 -x '  group 0: items 2-10, .*' "$T/plan" | diff -u "$T/want" -
+    # its kernel is the mean's reduce_kernel (a block of 32x16: a row per warp), the square
+    # its prologue, the per-row ops once a row, the broadcast consumers in a second pass
+    grep -q '^    | extern "C" __global__ void __launch_bounds__(512) tcf_reduce(const tcf_rargs a) {$' "$T/out"
+    grep -q '^    | __forceinline__ tcf_in tcf_pro(const tcf_rargs &a, const tcf_row &r, unsigned j) {$' "$T/out"
+    grep -q '^    |   for (unsigned j = g; j < a.num_inputs; j += TCF_G) {$' "$T/out"
+    # the last norm's cast writes into the block of the float x it reads, through another
+    # view: the row group ends before it, and the cast and weight * are an N-d group
+    grep -Eq '^  group 3: items 40-41, 2 ops, .*vec 4.*space 2048x8192$' "$T/plan"
 }
 
 @test "plan: --compile compiles each group for sm_90 (skipped without NVRTC)" {

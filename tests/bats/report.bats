@@ -332,11 +332,11 @@ EOF
     [ "$status" -eq 0 ]
     sed -n '/^coverage by kernel family$/,$p' "$T/out" >"$T/cov"
     cat "$T/cov"
-    # strided and broadcast launches plan into N-d groups (RMSNorm's tails among them);
-    # the others have no neighbour they can join (a cat, a GEMM, a reduction between)
-    grep -Eq '^  elementwise-strided +52 +52 +21$' "$T/cov"
+    # strided and broadcast launches plan into N-d groups and row groups (RMSNorm's tails);
+    # the others have no neighbour they can join (a cat, a GEMM between)
+    grep -Eq '^  elementwise-strided +52 +52 +22$' "$T/cov"
     grep -Eq '^  gemm +32 +0 +0  32 not-elementwise$' "$T/cov"
-    grep -Eq '^  reduce +10 +10 +0$' "$T/cov"                 # row reductions, not planned yet
+    grep -Eq '^  reduce +10 +10 +9$' "$T/cov"                 # each RMSNorm's mean in its row group
     grep -Eq '^  cat +18 +0 +0  18 not-elementwise$' "$T/cov"
     grep -Eq '^  copy-cast +28 +26 +23  2 unsupported-dtype$' "$T/cov"
     # every launch is in exactly one family: the rows add up to the trace's launches

@@ -89,7 +89,7 @@ static tcf_group_t single(const variant_t *v, tcf_dtype_t t, unsigned vec, int f
     static const uint8_t src[3] = { 0, 1, 2 };
     memset(&g, fill, sizeof g);
     g.nops = 1, g.vec = (uint8_t)vec, g.nscalars = 2, g.nbufs = (uint8_t)(v->nin + 1);
-    g.ndim = 0;   /* bcast0 keeps the fill: a contiguous group ignores it */
+    g.ndim = 0, g.red = 0;   /* bcast0 keeps the fill: a contiguous group ignores it */
     set_op(&g, 0, v, t, src, v->nin);
     for (unsigned i = 0; i < v->nin; i++)
         g.buf_dt[i] = g.ops[0].in_dt[i];
@@ -103,7 +103,7 @@ static tcf_group_t cast(tcf_dtype_t from, tcf_dtype_t to, unsigned vec, int fill
 {
     tcf_group_t g;
     memset(&g, fill, sizeof g);
-    g.nops = 1, g.vec = (uint8_t)vec, g.nscalars = 0, g.nbufs = 2, g.ndim = 0;
+    g.nops = 1, g.vec = (uint8_t)vec, g.nscalars = 0, g.nbufs = 2, g.ndim = 0, g.red = 0;
     g.buf_dt[0] = from, g.buf_dt[1] = to;
     tcf_gop_t *o = &g.ops[0];
     o->kind = TCF_OP_CAST, o->sarg = 0, o->mode = 0, o->nin = 1, o->nscalar = 0;
@@ -125,7 +125,7 @@ static tcf_group_t hand_gelu(tcf_dtype_t t, unsigned vec, int keep)
                                         { TCF_SRC_OP | 5 }, { TCF_SRC_OP | 0, TCF_SRC_OP | 6 } };
     tcf_group_t g;
     memset(&g, 0x5a, sizeof g);
-    g.nops = 8, g.vec = (uint8_t)vec, g.nscalars = 16, g.nbufs = keep ? 9 : 2, g.ndim = 0;
+    g.nops = 8, g.vec = (uint8_t)vec, g.nscalars = 16, g.nbufs = keep ? 9 : 2, g.ndim = 0, g.red = 0;
     for (unsigned b = 0; b < g.nbufs; b++)
         g.buf_dt[b] = t;
     for (unsigned k = 0; k < 8; k++)
@@ -139,7 +139,7 @@ static tcf_group_t chain(tcf_dtype_t t, unsigned first, unsigned count, unsigned
 {
     tcf_group_t g;
     memset(&g, 0xa5, sizeof g);
-    g.nops = (uint8_t)count, g.vec = (uint8_t)vec, g.nscalars = 16, g.nbufs = 4, g.ndim = 0;
+    g.nops = (uint8_t)count, g.vec = (uint8_t)vec, g.nscalars = 16, g.nbufs = 4, g.ndim = 0, g.red = 0;
     g.buf_dt[0] = g.buf_dt[1] = g.buf_dt[3] = t, g.buf_dt[2] = Z;
     uint8_t cur = 0, cond = 2;
     for (unsigned k = 0; k < count; k++) {

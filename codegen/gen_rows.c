@@ -1,0 +1,240 @@
+/* codegen/gen_rows.c: one kernel for a row group (codegen.h: tcf_group_t with red > 0):
+ * elementwise producers -> a row reduction -> per-row ops and broadcast consumers, as HF's
+ * LlamaRMSNorm launches them (x.float(), pow(2), mean(-1, keepdim=True), + eps, rsqrt,
+ * x * r, .to(bf16), weight *).
+ *
+ * The kernel is gen_reduce.c's for the reduction's shape, so it adds in PyTorch's order,
+ * with three splices built from the group's ops by the per-op code of gen_math.c and
+ * gen.c's op call (values cross op boundaries rounded to the dtype eager stored them in,
+ * float results behind tcf_fbar, exactly as in an elementwise group):
+ *   prologue   the producers for element j of the row, returning the reduction's input
+ *              (nothing stored: this pass maps threads to elements as reduce_kernel does)
+ *   epilogue   the reduction's value stored where eager stored it, and the per-row ops
+ *              (+ eps, rsqrt) with their stores: once per row
+ *   row pass   every element of the row again (thread g takes j = g, g + G, ...): the
+ *              producers recomputed from the same loads (the row was just read: the
+ *              cache has it), their stores, the per-row ops recomputed from the row's
+ *              value, and the elementwise consumers with their stores.
+ * The row pass runs after the reduction's barriers, so an in-place producer (a load and a
+ * store of the same element) stores only after every load of the row; both passes of an
+ * element's loads see the same bytes. A buffer broadcast along the row that the group
+ * writes and also loads is refused by the planner (the epilogue's store would race the
+ * row pass's loads). Buffers are addressed by their byte strides along the row and
+ * across rows (tcf_rows_args_t), so any view works. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fault.h"
+#include "codegen/internal.h"
+
+_Static_assert(sizeof(tcf_rows_args_t) == 544, "the source's tcf_rargs extension assumes 544 bytes");
+_Static_assert(TCF_GROUP_MAX_BUFS == 16 && TCF_GROUP_MAX_SCALARS == 16,
+               "the row kernel's argument spells out 16 buffers and 16 scalars");
+
+#define TCF_ROWS_EXT " unsigned long long xbuf[16]; unsigned int xs[16]; unsigned int xst[16][2];"
+
+typedef struct {
+    char  *p;
+    size_t cap, len;
+    int    bad;
+} tcf_rows_sb_t;
+
+static void tcf_rows_put(tcf_rows_sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tcf_rows_put(tcf_rows_sb_t *b, const char *fmt, ...)
+{
+    if (b->bad)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= b->cap - b->len)
+        b->bad = 1;
+    else
+        b->len += (size_t)n;
+}
+
+typedef struct {
+    unsigned R;                        /* the reduction's index */
+    int loaded[TCF_GROUP_MAX_BUFS];    /* read before the group writes it */
+    int writer[TCF_GROUP_MAX_BUFS];    /* its last writer, or -1 */
+} tcf_rows_io_t;
+
+static int tcf_rows_isrow(const tcf_group_t *g, unsigned k)
+{
+    return k < 32 && (g->rowops >> k & 1);
+}
+
+/* Per row: the reduction itself and the ops rowops marks. */
+static int tcf_rows_rowval(const tcf_group_t *g, const tcf_rows_io_t *io, unsigned k)
+{
+    return k == io->R || tcf_rows_isrow(g, k);
+}
+
+/* 0 when g is a row group we generate (codegen.h's contract), with io filled. */
+static int tcf_rows_check(const tcf_group_t *g, tcf_rows_io_t *io)
+{
+    if (!g->red || g->red > g->nops || g->nops > TCF_GROUP_MAX_OPS || !g->nbufs ||
+        g->nbufs > TCF_GROUP_MAX_BUFS || g->nscalars > TCF_GROUP_MAX_SCALARS || g->vec > 1 ||
+        g->ndim || g->bcast0)
+        return -1;
+    io->R = g->red - 1u;
+    const tcf_gop_t *ro = &g->ops[io->R];
+    if (ro->kind != TCF_OP_NONE || ro->nin != 1 || ro->nscalar || ro->in_dt[0] != g->rs.in_dt ||
+        ro->out_dt != g->rs.out_dt || (g->rowops & ((2u << io->R) - 1u)))
+        return -1;
+    if (g->nops < 32 && (g->rowops >> g->nops))
+        return -1;
+    for (unsigned b = 0; b < g->nbufs; b++) {
+        if (!tcf_codegen_ctype(g->buf_dt[b]))
+            return -1;
+        io->loaded[b] = 0, io->writer[b] = -1;
+    }
+    for (unsigned k = 0; k < g->nops; k++) {
+        const tcf_gop_t *op = &g->ops[k];
+        int row = tcf_rows_rowval(g, io, k);
+        if (k != io->R && tcf_codegen_op_check(op))
+            return -1;
+        for (unsigned i = 0; i < op->nin; i++) {
+            unsigned s = op->in_src[i], j = s & ~(unsigned)TCF_SRC_OP;
+            tcf_dtype_t d;
+            if (s & TCF_SRC_OP) {
+                if (j >= k)
+                    return -1;
+                d = g->ops[j].out_dt;
+            } else {
+                if (s >= g->nbufs)
+                    return -1;
+                d = g->buf_dt[s];
+                if (io->writer[s] < 0)
+                    io->loaded[s] = 1;
+                else
+                    j = (unsigned)io->writer[s];
+            }
+            /* a per-row op reads only per-row values (or loads) */
+            if (row && k != io->R && (s & TCF_SRC_OP || io->writer[s] >= 0) &&
+                !tcf_rows_rowval(g, io, j))
+                return -1;
+            if (op->in_dt[i] != d)
+                return -1;
+        }
+        for (unsigned j = 0; j < op->nscalar; j++)
+            if (op->scalar_arg[j] >= g->nscalars)
+                return -1;
+        if (op->out_buf != TCF_NO_STORE) {
+            if (op->out_buf >= g->nbufs || g->buf_dt[op->out_buf] != op->out_dt)
+                return -1;
+            io->writer[op->out_buf] = (int)k;
+        }
+    }
+    /* a per-row store is made before the row pass loads: never into a loaded buffer */
+    for (unsigned b = 0; b < g->nbufs; b++)
+        if (io->loaded[b] && io->writer[b] >= 0 && tcf_rows_rowval(g, io, (unsigned)io->writer[b]))
+            return -1;
+    return 0;
+}
+
+enum { TCF_PASS_PRO, TCF_PASS_EPI, TCF_PASS_ROW };
+
+/* The ops of one pass, as statements (indent: spaces). PRO: the producers, then `return`
+ * of the reduction's input; EPI: the reduction's value (v) and the per-row ops, storing
+ * per-row results; ROW: everything, storing element results. */
+static void tcf_rows_chain(tcf_rows_sb_t *b, const tcf_group_t *g, const tcf_rows_io_t *io,
+                           int pass, const char *ind)
+{
+    int wsofar[TCF_GROUP_MAX_BUFS];
+    char arg[3][96], res[2048];
+    unsigned end = pass == TCF_PASS_PRO ? io->R : g->nops;
+    for (unsigned u = 0; u < g->nbufs; u++)
+        wsofar[u] = -1;
+    for (unsigned k = 0; k < end + (pass == TCF_PASS_PRO) && !b->bad; k++) {
+        const tcf_gop_t *op = &g->ops[k];
+        int row = tcf_rows_rowval(g, io, k);
+        const char *src[3];
+        if (pass == TCF_PASS_EPI && !row)
+            goto next;   /* producers and consumers: the row pass's */
+        for (unsigned i = 0; i < op->nin; i++) {
+            unsigned s = op->in_src[i];
+            if (s & TCF_SRC_OP)
+                snprintf(arg[i], sizeof arg[i], "t%u", s & ~(unsigned)TCF_SRC_OP);
+            else if (wsofar[s] >= 0)
+                snprintf(arg[i], sizeof arg[i], "t%d", wsofar[s]);
+            else
+                snprintf(arg[i], sizeof arg[i], "TCF_LD(%s, %u)", tcf_codegen_ctype(g->buf_dt[s]), s);
+            src[i] = arg[i];
+        }
+        if (k == io->R) {
+            if (pass == TCF_PASS_PRO) {   /* the reduction's input, as reduce_kernel loaded it */
+                tcf_rows_put(b, "%sreturn %s;\n", ind, arg[0]);
+                return;
+            }
+            tcf_rows_put(b, g->rs.out_dt == TCF_DT_F32 ? "%sconst float t%u = tcf_fbar(v, z);\n"
+                                                       : "%sconst tcf_out t%u = v;\n", ind, k);
+        } else {
+            if (tcf_codegen_op_call(res, sizeof res, op, k, src, "a.xs") < 0) {
+                b->bad = 1;
+                return;
+            }
+            int bar = op->out_dt == TCF_DT_F32 && !tcf_codegen_moves(op->kind);
+            tcf_rows_put(b, bar ? "%sconst %s t%u = tcf_fbar(%s, z);\n" : "%sconst %s t%u = %s;\n",
+                         ind, tcf_codegen_ctype(op->out_dt), k, res);
+        }
+        /* the last writer of a buffer stores: per-row values in the epilogue, element
+         * values in the row pass */
+        if (op->out_buf != TCF_NO_STORE && io->writer[op->out_buf] == (int)k &&
+            (pass == TCF_PASS_EPI) == row && pass != TCF_PASS_PRO)
+            tcf_rows_put(b, "%sTCF_ST(%s, %u) = t%u;\n", ind, tcf_codegen_ctype(op->out_dt),
+                         op->out_buf, k);
+    next:
+        if (op->out_buf != TCF_NO_STORE)
+            wsofar[op->out_buf] = (int)k;
+    }
+}
+
+int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
+{
+    tcf_rows_io_t io;
+    enum { HCAP = 65536, PCAP = 16384 };
+    if (!g || !buf || !cap || tcf_rows_check(g, &io))
+        return -1;
+    char *mem = tcf_malloc(HCAP + 3 * PCAP);   /* the splices' text, before the kernel's */
+    if (!mem)
+        return -1;
+    char *helpers = mem, *pro = mem + HCAP, *epi = pro + PCAP, *rowp = epi + PCAP;
+    tcf_rows_sb_t h = { helpers, HCAP, 0, 0 }, p = { pro, PCAP, 0, 0 },
+                  e = { epi, PCAP, 0, 0 }, r = { rowp, PCAP, 0, 0 };
+    tcf_rows_put(&h, "/* row group: %u ops, the reduction op %u */\n"
+                     "static_assert(sizeof(tcf_rargs) == 544, \"tcf_rows_args_t layout\");\n"
+                     "#define TCF_AT(b, j) (a.xbuf[b] + (unsigned long long)(j) * a.xst[b][0] + "
+                     "(unsigned long long)r.row * a.xst[b][1])\n"
+                     "#define TCF_LD(T, b) (*(const T *)TCF_AT(b, j))\n"
+                     "#define TCF_ST(T, b) (*(T *)TCF_AT(b, j))\n", g->nops, io.R);
+    for (unsigned k = 0; k < g->nops && !h.bad; k++) {
+        if (k == io.R)
+            continue;
+        int n = tcf_codegen_op_func(h.p + h.len, h.cap - h.len, &g->ops[k], k);
+        if (n < 0)
+            h.bad = 1;
+        else
+            h.len += (size_t)n;
+    }
+    /* z: a zero no compiler can prove (an address is below 2^63), for tcf_fbar */
+    const char *z = "  const unsigned z = (unsigned)(a.src >> 63);\n";
+    tcf_rows_put(&p, "%s", z);
+    tcf_rows_chain(&p, g, &io, TCF_PASS_PRO, "  ");
+    tcf_rows_put(&e, "%s  const unsigned j = 0;   /* per-row buffers are broadcast along the row */\n", z);
+    tcf_rows_chain(&e, g, &io, TCF_PASS_EPI, "  ");
+    tcf_rows_put(&r, "%s  for (unsigned j = g; j < a.num_inputs; j += TCF_G) {\n", z);
+    tcf_rows_chain(&r, g, &io, TCF_PASS_ROW, "    ");
+    tcf_rows_put(&r, "  }");
+    int len = -1;
+    if (!h.bad && !p.bad && !e.bad && !r.bad) {
+        tcf_reduce_splice_t sp = { .prologue = pro, .epilogue = epi, .row_pass = rowp,
+                                   .helpers = helpers, .args_ext = TCF_ROWS_EXT };
+        len = tcf_reduce_source(&g->rs, &sp, buf, cap);
+    }
+    free(mem);
+    return len;
+}

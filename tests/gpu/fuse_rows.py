@@ -1,0 +1,109 @@
+"""Row reductions fused with their producers and broadcast consumers: run plain and under
+TCFUSE_MODE=fuse, save every result, and `fuse_rows.py --compare A B` checks the two
+bitwise (tests/gpu/run fuse_rows).
+
+The patterns real models write by hand, over row lengths 1 to 8192 (odd ones, powers of
+two and their neighbours) and row counts 1 to 300, in float32 and bfloat16 (float16 for
+the softmax), with edge values (+-0, +-inf, NaN, subnormals, extremes) in some rows:
+  - HF LlamaRMSNorm: x.to(float32), pow(2), mean(-1, keepdim=True), + eps, rsqrt, x * r,
+    .to(dtype), weight * (with and without the residual add before it)
+  - a hand LayerNorm: mean, x - mean, mean of the squares, + eps, rsqrt, * weight + bias
+  - a hand softmax: exp(x - amax(x)) / sum
+New inputs every iteration; with TCFUSE_COMPILE_WAIT=1 a pattern runs fused from its
+second iteration (the first compiles and verifies its kernel)."""
+import sys
+
+import torch
+
+LENGTHS = [1, 2, 3, 7, 31, 32, 33, 100, 127, 255, 256, 257, 1000, 1023, 1024, 2047, 2048,
+           3001, 4095, 4097, 8191, 8192]
+ROWS = [1, 3, 64, 300]
+ITERS = 3
+
+
+def specials(dt):
+    v = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40, -1e-40, 1e-6, -3e-5,
+         65504.0, -1e-8, 3.0, 88.7, -104.0]
+    return torch.tensor(v, dtype=torch.float32).to(dt)
+
+
+def rnd(rows, k, dt, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = (torch.randn(rows, k, device="cuda", generator=g) * 3).to(dt)
+    if rows > 2:   # edge values in row 2 only: a NaN makes its whole row NaN
+        sp = specials(dt).to("cuda")
+        m = min(sp.numel(), k)
+        x[2, :m] = sp[:m]
+    return x
+
+
+def rms_norm(x, w, eps=1e-6):
+    h = x.to(torch.float32)
+    var = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(var + eps)
+    return w * h.to(x.dtype)
+
+
+def layer_norm(x, w, b, eps=1e-5):
+    mu = x.mean(-1, keepdim=True)
+    xc = x - mu
+    var = (xc * xc).mean(-1, keepdim=True)
+    return xc * torch.rsqrt(var + eps) * w + b
+
+
+def softmax(x):
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
+
+
+def main():
+    out = {}
+    seed = 0
+    for it in range(ITERS):
+        for k in LENGTHS:
+            for rows in ROWS:
+                if rows * k > 300 * 4097:
+                    continue
+                for dt in (torch.float32, torch.bfloat16):
+                    seed += 1
+                    x, res = rnd(rows, k, dt, seed), rnd(rows, k, dt, seed + 7919)
+                    w = rnd(1, k, dt, seed + 17)[0]
+                    b = rnd(1, k, dt, seed + 29)[0]
+                    name = f"{it}-{str(dt)[6:]}-{rows}x{k}"
+                    out[f"{name}-rms"] = rms_norm(x, w)
+                    h = x + res
+                    out[f"{name}-res-rms"] = rms_norm(h, w)
+                    out[f"{name}-res"] = h
+                    out[f"{name}-ln"] = layer_norm(x, w, b)
+                    out[f"{name}-softmax"] = softmax(x)
+                if k in (33, 1000, 4097):
+                    xh = rnd(rows, k, torch.float16, seed + 31)
+                    out[f"{it}-float16-{rows}x{k}-softmax"] = softmax(xh)
+        torch.cuda.synchronize()
+    torch.save({k: v.contiguous() for k, v in out.items()}, sys.argv[1])
+    print(f"fuse_rows: {len(out)} results saved")
+
+
+def compare(a, b):
+    A, B = torch.load(a), torch.load(b)
+    bad = 0
+    for k in A:
+        x, y = A[k], B.get(k)
+        iv = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
+        if y is None or x.shape != y.shape or x.dtype != y.dtype or \
+                not torch.equal(x.view(iv), y.view(iv)):
+            d = (x.view(iv) != y.view(iv)).reshape(-1).nonzero() if y is not None and x.shape == y.shape \
+                else torch.zeros(0)
+            i = int(d[0]) if len(d) else -1
+            print(f"DIFF {k}: {len(d)} elements differ; first at {i}: "
+                  f"{x.view(iv).reshape(-1)[i].item():#x} vs {y.view(iv).reshape(-1)[i].item():#x}"
+                  if i >= 0 else f"DIFF {k}: shape or dtype")
+            bad += 1
+    print(f"fuse_rows: {len(A) - bad} passed, {bad} failed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--compare":
+        sys.exit(compare(sys.argv[2], sys.argv[3]))
+    main()
