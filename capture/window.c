@@ -248,6 +248,27 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
     return e;
 }
 
+/* Both acting modes hold a stream-ordered free behind the launches they hold, so that the
+ * block is not handed out again before the kernels that read it run. w->lock held. */
+tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, CUstream stream)
+{
+    tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
+    if (!e)
+        return NULL;
+    uint64_t t = e->t;
+    memset(e, 0, sizeof *e);
+    e->t = t;
+    e->kind = TCF_EV_FREE;
+    e->held = 1;
+    e->stream = (uint64_t)(uintptr_t)stream;
+    e->u.m.call = "cuMemFreeAsync";
+    e->u.m.ptr = ptr;
+    w->nheld++;
+    atomic_fetch_add(&tcf_ctr.frees, 1);
+    atomic_fetch_add(&tcf_ctr.frees_stream, 1);
+    return e;
+}
+
 /* Fills every field of a launch event: events live in reused memory, and a stale `held`
  * would make fuse mode issue an already-issued launch again. */
 void tcf_event_launch(tcf_event_t *e, tcf_via_t via, int held, CUresult rc, CUstream stream,

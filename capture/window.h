@@ -105,6 +105,9 @@ tcf_window_t *tcf_window_for(CUstream stream, int ptds);
 /* Makes room for one event and `bytes` of parameters (w locked); returns it, its time set
  * to now, or NULL when out of memory. An idle gap closes the previous window first. */
 tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes);
+/* cuMemFreeAsync(ptr, stream) held in w behind its held work (w->lock held): a held free
+ * event appended, w->nheld and the free counters raised. NULL when no memory. */
+tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, CUstream stream);
 /* Appends launch l to w (locked) with its parameter bytes copied (laid out by its kernel's
  * layout, or the `extra` buffer as is) and its attributes (at most TCF_ATTRS_MAX; more
  * are dropped: a caller that issues the launch later must refuse such launches first).

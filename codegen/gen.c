@@ -36,15 +36,8 @@ _Static_assert(TCF_OP_MAX_DIMS == 8, "tcf_args_nd spells out 8 dims");
 _Static_assert(TCF_GROUP_MAX_BUFS == 16 && TCF_GROUP_MAX_SCALARS == 16,
                "the prelude's tcf_args spells out 16 buffers and 16 scalars");
 
-typedef struct {
-    char  *p;
-    size_t cap, len;
-    int    bad;
-} tcf_codegen_sb_t;
-
-static void tcf_codegen_put(tcf_codegen_sb_t *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void tcf_codegen_put(tcf_codegen_sb_t *b, const char *fmt, ...)
+/* tcf_codegen_sb_t and tcf_codegen_put (codegen/internal.h): every generator's text. */
+void tcf_codegen_put(tcf_codegen_sb_t *b, const char *fmt, ...)
 {
     if (b->bad)
         return;

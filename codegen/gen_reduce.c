@@ -30,27 +30,6 @@ _Static_assert(sizeof(tcf_reduce_args_t) == 224, "the source's tcf_rargs assumes
 _Static_assert(TCF_OP_MAX_DIMS == 8 && TCF_REDUCE_MAX_BUFS == 8 && TCF_REDUCE_MAX_SCALARS == 8,
                "the source's tcf_rargs spells out 8 dims, 8 buffers and 8 scalars");
 
-typedef struct {
-    char  *p;
-    size_t cap, len;
-    int    bad;
-} tcf_rsb_t;
-
-static void tcf_rput(tcf_rsb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tcf_rput(tcf_rsb_t *b, const char *fmt, ...)
-{
-    if (b->bad)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= b->cap - b->len)
-        b->bad = 1;
-    else
-        b->len += (size_t)n;
-}
-
 const char *tcf_reduce_op_name(tcf_red_op_t op)
 {
 #define TCF_RED_NAME_(id) #id,
@@ -115,44 +94,44 @@ void tcf_reduce_launch_dims(const tcf_reduce_shape_t *s, uint32_t num_outputs, u
 
 /* The per-op functions: the input as float, ops.reduce, ops.combine, the shuffle, project
  * and the cast to out_scalar_t. */
-static void tcf_reduce_ops(tcf_rsb_t *b, const tcf_reduce_shape_t *s)
+static void tcf_reduce_ops(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s)
 {
     char e[256];
     const char *tof = s->in_dt == TCF_DT_F32 ? "x" : s->in_dt == TCF_DT_F16 ? "tcf_h2f(x)" : "tcf_b2f(x)";
-    tcf_rput(b, "__forceinline__ float tcf_tof(tcf_in x) { return %s; }\n", tof);
+    tcf_codegen_put(b, "__forceinline__ float tcf_tof(tcf_in x) { return %s; }\n", tof);
     if (tcf_rminmax(s->op)) {
         /* MaxNanFunctor / MinNanFunctor: the left operand wins on NaN and on ties lose,
          * compared as float (exact for 16-bit), kept as stored */
         const char *fa = s->acc_dt == TCF_DT_F32 ? "a" : s->acc_dt == TCF_DT_F16 ? "tcf_h2f(a)" : "tcf_b2f(a)";
         const char *fb = s->acc_dt == TCF_DT_F32 ? "b" : s->acc_dt == TCF_DT_F16 ? "tcf_h2f(b)" : "tcf_b2f(b)";
-        tcf_rput(b, "__forceinline__ tcf_acc tcf_comb(tcf_acc a, tcf_acc b) {\n"
+        tcf_codegen_put(b, "__forceinline__ tcf_acc tcf_comb(tcf_acc a, tcf_acc b) {\n"
                     "  const float fa = %s, fb = %s;\n"
                     "  return (fa != fa || fa %c fb) ? a : b;\n}\n"
                     "__forceinline__ tcf_acc tcf_red(tcf_acc acc, tcf_in x) { return tcf_comb(acc, x); }\n",
                  fa, fb, s->op == TCF_RED_AMAX ? '>' : '<');
     } else {
-        tcf_rput(b, "__forceinline__ tcf_acc tcf_comb(tcf_acc a, tcf_acc b) { return __fadd_rn(a, b); }\n");
+        tcf_codegen_put(b, "__forceinline__ tcf_acc tcf_comb(tcf_acc a, tcf_acc b) { return __fadd_rn(a, b); }\n");
         if (s->op == TCF_RED_NORM2)   /* acc + x*x, contracted by nvcc (measured, §4.5) */
-            tcf_rput(b, "__forceinline__ tcf_acc tcf_red(tcf_acc acc, tcf_in x) { "
+            tcf_codegen_put(b, "__forceinline__ tcf_acc tcf_red(tcf_acc acc, tcf_in x) { "
                         "const float f = tcf_tof(x); return __fmaf_rn(f, f, acc); }\n");
         else
-            tcf_rput(b, "__forceinline__ tcf_acc tcf_red(tcf_acc acc, tcf_in x) { "
+            tcf_codegen_put(b, "__forceinline__ tcf_acc tcf_red(tcf_acc acc, tcf_in x) { "
                         "return __fadd_rn(acc, tcf_tof(x)); }\n");
     }
     if (s->acc_dt == TCF_DT_F32)
-        tcf_rput(b, "__forceinline__ tcf_acc tcf_shfl(tcf_acc v, int off) { "
+        tcf_codegen_put(b, "__forceinline__ tcf_acc tcf_shfl(tcf_acc v, int off) { "
                     "return __shfl_down_sync(0xffffffffu, v, off, 32); }\n");
     else if (s->acc_dt == TCF_DT_F16)   /* c10's WARP_SHFL_DOWN<c10::Half>: the bits */
-        tcf_rput(b, "__forceinline__ tcf_acc tcf_shfl(tcf_acc v, int off) { "
+        tcf_codegen_put(b, "__forceinline__ tcf_acc tcf_shfl(tcf_acc v, int off) { "
                     "return (tcf_acc)__shfl_down_sync(0xffffffffu, (unsigned)v, off, 32); }\n");
     else                                /* no BFloat16 overload: through float and back */
-        tcf_rput(b, "__forceinline__ tcf_acc tcf_shfl(tcf_acc v, int off) { "
+        tcf_codegen_put(b, "__forceinline__ tcf_acc tcf_shfl(tcf_acc v, int off) { "
                     "return tcf_f2b(__shfl_down_sync(0xffffffffu, tcf_b2f(v), off, 32)); }\n");
     const char *proj = s->op == TCF_RED_MEAN ? "__fmul_rn(v, __uint_as_float(a.factor))"
                      : s->op == TCF_RED_NORM2 && s->root ? "__fsqrt_rn(v)" : "v";
     if (tcf_codegen_cvt(e, sizeof e, tcf_rminmax(s->op) ? s->acc_dt : TCF_DT_F32, s->out_dt, proj) < 0)
         b->bad = 1;
-    tcf_rput(b, "__forceinline__ tcf_out tcf_project(const tcf_rargs &a, tcf_acc v) { return %s; }\n", e);
+    tcf_codegen_put(b, "__forceinline__ tcf_out tcf_project(const tcf_rargs &a, tcf_acc v) { return %s; }\n", e);
 }
 
 /* The expression for element j of the row: loaded, or the prologue's. */
@@ -165,26 +144,26 @@ static const char *tcf_reduce_elem(char *e, size_t cap, const tcf_reduce_splice_
     return e;
 }
 
-static void tcf_reduce_thread(tcf_rsb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp)
+static void tcf_reduce_thread(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp)
 {
     char e[128];
     const char *tail_ok = s->split_y ? "ty == 0" : "true";   /* should_reduce_tail() */
     int pro = sp && sp->prologue;
     if (!pro || s->vectorize)   /* the row's address: its data, or its alignment */
-        tcf_rput(b, "    const unsigned long long base = a.src + r.in_off;\n");
+        tcf_codegen_put(b, "    const unsigned long long base = a.src + r.in_off;\n");
     if (!pro)
-        tcf_rput(b, "    const tcf_in *const row = (const tcf_in *)base;\n");
+        tcf_codegen_put(b, "    const tcf_in *const row = (const tcf_in *)base;\n");
     if (!s->vectorize) {
         /* thread_reduce_impl: element k of this thread into accumulator k % vt0 */
-        tcf_rput(b, "    tcf_acc acc[TCF_VT0];\n#pragma unroll\n"
+        tcf_codegen_put(b, "    tcf_acc acc[TCF_VT0];\n#pragma unroll\n"
                     "    for (unsigned k = 0; k < TCF_VT0; k++) acc[k] = tcf_ident();\n"
                     "    const unsigned n = a.num_inputs;\n    unsigned idx = g;\n"
                     "    while (idx + (TCF_VT0 - 1) * TCF_G < n) {\n#pragma unroll\n"
                     "      for (unsigned k = 0; k < TCF_VT0; k++) acc[k] = tcf_red(acc[k], ");
-        tcf_rput(b, "%s);\n      idx += TCF_G * TCF_VT0;\n    }\n#pragma unroll\n"
+        tcf_codegen_put(b, "%s);\n      idx += TCF_G * TCF_VT0;\n    }\n#pragma unroll\n"
                     "    for (unsigned k = 0; k < TCF_VT0; k++) {\n      if (idx >= n) break;\n"
                     "      acc[k] = tcf_red(acc[k], ", tcf_reduce_elem(e, sizeof e, sp, "idx + k * TCF_G"));
-        tcf_rput(b, "%s);\n      idx += TCF_G;\n    }\n    v = acc[0];\n#pragma unroll\n"
+        tcf_codegen_put(b, "%s);\n      idx += TCF_G;\n    }\n    v = acc[0];\n#pragma unroll\n"
                     "    for (unsigned k = 1; k < TCF_VT0; k++) v = tcf_comb(v, acc[k]);\n",
                  tcf_reduce_elem(e, sizeof e, sp, "idx"));
         return;
@@ -192,52 +171,52 @@ static void tcf_reduce_thread(tcf_rsb_t *b, const tcf_reduce_shape_t *s, const t
     /* input_vectorized_thread_reduce_impl: lanes of aligned vectors; the head (elements
      * before the first vector boundary) and the tail go to accumulator 0 of the threads
      * tx < V of warp-row 0, as their index */
-    tcf_rput(b, "    tcf_acc acc[TCF_V];\n#pragma unroll\n"
+    tcf_codegen_put(b, "    tcf_acc acc[TCF_V];\n#pragma unroll\n"
                 "    for (unsigned k = 0; k < TCF_V; k++) acc[k] = tcf_ident();\n"
                 "    unsigned end = a.num_inputs, first = 0;\n"
                 "    const unsigned shift = (unsigned)(base %% (TCF_V * sizeof(tcf_in))) / sizeof(tcf_in);\n"
                 "    if (shift > 0) {\n"
                 "      if (tx >= shift && tx < TCF_V && %s) acc[0] = tcf_red(acc[0], ", tail_ok);
-    tcf_rput(b, "%s);\n      end -= TCF_V - shift;\n      first = TCF_V - shift;\n    }\n"
+    tcf_codegen_put(b, "%s);\n      end -= TCF_V - shift;\n      first = TCF_V - shift;\n    }\n"
                 "    for (unsigned i = g; i * TCF_V + TCF_V - 1 < end; i += TCF_G) {\n",
              tcf_reduce_elem(e, sizeof e, sp, "tx - shift"));
     if (pro)
-        tcf_rput(b, "#pragma unroll\n      for (unsigned k = 0; k < TCF_V; k++) "
+        tcf_codegen_put(b, "#pragma unroll\n      for (unsigned k = 0; k < TCF_V; k++) "
                     "acc[k] = tcf_red(acc[k], tcf_pro(a, r, first + i * TCF_V + k));\n");
     else
-        tcf_rput(b, "      const tcf_pack<tcf_in, TCF_V, TCF_V * sizeof(tcf_in)> p =\n"
+        tcf_codegen_put(b, "      const tcf_pack<tcf_in, TCF_V, TCF_V * sizeof(tcf_in)> p =\n"
                     "          *(const tcf_pack<tcf_in, TCF_V, TCF_V * sizeof(tcf_in)> *)(row + first + i * TCF_V);\n"
                     "#pragma unroll\n      for (unsigned k = 0; k < TCF_V; k++) acc[k] = tcf_red(acc[k], p.v[k]);\n");
-    tcf_rput(b, "    }\n    const unsigned t0 = end - end %% TCF_V;\n"
+    tcf_codegen_put(b, "    }\n    const unsigned t0 = end - end %% TCF_V;\n"
                 "    if (%s && t0 + tx < end) acc[0] = tcf_red(acc[0], ", tail_ok);
-    tcf_rput(b, "%s);\n    v = acc[0];\n#pragma unroll\n"
+    tcf_codegen_put(b, "%s);\n    v = acc[0];\n#pragma unroll\n"
                 "    for (unsigned k = 1; k < TCF_V; k++) v = tcf_comb(v, acc[k]);\n",
              tcf_reduce_elem(e, sizeof e, sp, "first + t0 + tx"));
 }
 
-static void tcf_reduce_splices(tcf_rsb_t *b, const tcf_reduce_splice_t *sp)
+static void tcf_reduce_splices(tcf_codegen_sb_t *b, const tcf_reduce_splice_t *sp)
 {
     if (sp && sp->helpers)
-        tcf_rput(b, "%s\n", sp->helpers);
+        tcf_codegen_put(b, "%s\n", sp->helpers);
     if (sp && sp->prologue)
-        tcf_rput(b, "__forceinline__ tcf_in tcf_pro(const tcf_rargs &a, const tcf_row &r, unsigned j) {\n"
+        tcf_codegen_put(b, "__forceinline__ tcf_in tcf_pro(const tcf_rargs &a, const tcf_row &r, unsigned j) {\n"
                     "%s\n}\n", sp->prologue);
-    tcf_rput(b, "__forceinline__ void tcf_epi(const tcf_rargs &a, const tcf_row &r, tcf_out v) {\n"
+    tcf_codegen_put(b, "__forceinline__ void tcf_epi(const tcf_rargs &a, const tcf_row &r, tcf_out v) {\n"
                 "%s\n}\n", sp && sp->epilogue ? sp->epilogue : "  *(tcf_out *)(a.dst + r.out_off) = v;");
     if (sp && sp->row_pass)
-        tcf_rput(b, "__forceinline__ void tcf_rowpass(const tcf_rargs &a, const tcf_row &r, unsigned g, "
+        tcf_codegen_put(b, "__forceinline__ void tcf_rowpass(const tcf_rargs &a, const tcf_row &r, unsigned g, "
                     "tcf_out v) {\n%s\n}\n", sp->row_pass);
 }
 
-static void tcf_reduce_kernel(tcf_rsb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp)
+static void tcf_reduce_kernel(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp)
 {
     int smem = s->bw > 32 || s->split_y;
     const char *store = s->split_y ? "tx == 0 && ty == 0" : "tx == 0";   /* should_store() */
-    tcf_rput(b, "extern \"C\" __global__ void __launch_bounds__(%u) %s(const tcf_rargs a) {\n",
+    tcf_codegen_put(b, "extern \"C\" __global__ void __launch_bounds__(%u) %s(const tcf_rargs a) {\n",
              (unsigned)s->bw * s->bh, TCF_REDUCE_KERNEL);
     if (smem)
-        tcf_rput(b, "  __shared__ tcf_acc sm[TCF_BW * TCF_BH];\n");
-    tcf_rput(b, "  const unsigned tx = threadIdx.x, ty = threadIdx.y;\n"
+        tcf_codegen_put(b, "  __shared__ tcf_acc sm[TCF_BW * TCF_BH];\n");
+    tcf_codegen_put(b, "  const unsigned tx = threadIdx.x, ty = threadIdx.y;\n"
                 "  const unsigned g = %s;   /* input_idx: this thread among the row's */\n"
                 "  tcf_row r;\n  r.row = blockIdx.x * TCF_ROWS%s;   /* output_idx */\n"
                 "  r.in_off = 0, r.out_off = 0;\n  tcf_acc v = tcf_ident();\n",
@@ -245,51 +224,51 @@ static void tcf_reduce_kernel(tcf_rsb_t *b, const tcf_reduce_shape_t *s, const t
     /* output_calc.get(row): digits of the row index, innermost dim first (every thread of
      * a row knows its offsets: spliced code may use them) */
     if (s->odims == 1)
-        tcf_rput(b, "  if (r.row < a.num_outputs) {\n"
+        tcf_codegen_put(b, "  if (r.row < a.num_outputs) {\n"
                     "    r.out_off = (unsigned long long)r.row * a.ostride[0][0];\n"
                     "    r.in_off = (unsigned long long)r.row * a.ostride[0][1];\n  }\n");
     else if (s->odims > 1)
-        tcf_rput(b, "  if (r.row < a.num_outputs) {\n    unsigned lin = r.row;\n#pragma unroll\n"
+        tcf_codegen_put(b, "  if (r.row < a.num_outputs) {\n    unsigned lin = r.row;\n#pragma unroll\n"
                     "    for (int d = 0; d < %u; d++) {\n"
                     "      const unsigned q = lin / a.osize[d], digit = lin - q * a.osize[d];\n"
                     "      r.out_off += (unsigned long long)digit * a.ostride[d][0];\n"
                     "      r.in_off += (unsigned long long)digit * a.ostride[d][1];\n"
                     "      lin = q;\n    }\n  }\n", s->odims);
-    tcf_rput(b, "  if (r.row < a.num_outputs && g < a.num_inputs) {\n");
+    tcf_codegen_put(b, "  if (r.row < a.num_outputs && g < a.num_inputs) {\n");
     tcf_reduce_thread(b, s, sp);
-    tcf_rput(b, "  }\n");
+    tcf_codegen_put(b, "  }\n");
     /* block_x_reduce: shared memory down to 32 lanes, a barrier, then the shuffles */
     if (s->bw > 32)
-        tcf_rput(b, "  sm[tx + ty * TCF_BW] = v;\n#pragma unroll\n"
+        tcf_codegen_put(b, "  sm[tx + ty * TCF_BW] = v;\n#pragma unroll\n"
                     "  for (unsigned off = TCF_BW / 2; off >= 32; off >>= 1) {\n    __syncthreads();\n"
                     "    if (tx < off) {\n      v = tcf_comb(v, sm[tx + ty * TCF_BW + off]);\n"
                     "      sm[tx + ty * TCF_BW] = v;\n    }\n  }\n");
-    tcf_rput(b, "  __syncthreads();\n#pragma unroll\n"
+    tcf_codegen_put(b, "  __syncthreads();\n#pragma unroll\n"
                 "  for (int off = %u; off > 0; off >>= 1) v = tcf_comb(v, tcf_shfl(v, off));\n",
              (s->bw > 32 ? 32u : s->bw) / 2);
     /* block_y_reduce: warp-rows sharing a row, through shared memory */
     if (s->split_y)
-        tcf_rput(b, "  sm[tx + ty * TCF_BW] = v;\n#pragma unroll\n"
+        tcf_codegen_put(b, "  sm[tx + ty * TCF_BW] = v;\n#pragma unroll\n"
                     "  for (unsigned off = TCF_BH / 2; off > 0; off >>= 1) {\n    __syncthreads();\n"
                     "    if (ty < off) {\n      v = tcf_comb(v, sm[tx + (ty + off) * TCF_BW]);\n"
                     "      sm[tx + ty * TCF_BW] = v;\n    }\n  }\n");
     if (sp && sp->row_pass) {
         /* the result to every thread of its row, for the second pass */
-        tcf_rput(b, "  __shared__ tcf_out rv[TCF_ROWS];\n"
+        tcf_codegen_put(b, "  __shared__ tcf_out rv[TCF_ROWS];\n"
                     "  if (r.row < a.num_outputs && %s) {\n"
                     "    const tcf_out res = tcf_project(a, v);\n    tcf_epi(a, r, res);\n"
                     "    rv[%s] = res;\n  }\n  __syncthreads();\n"
                     "  if (r.row < a.num_outputs) tcf_rowpass(a, r, g, rv[%s]);\n}\n",
                  store, s->split_y ? "0" : "ty", s->split_y ? "0" : "ty");
     } else {
-        tcf_rput(b, "  if (r.row < a.num_outputs && %s) tcf_epi(a, r, tcf_project(a, v));\n}\n", store);
+        tcf_codegen_put(b, "  if (r.row < a.num_outputs && %s) tcf_epi(a, r, tcf_project(a, v));\n}\n", store);
     }
 }
 
 int tcf_reduce_source(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp, char *buf,
                       size_t cap)
 {
-    tcf_rsb_t b = { buf, cap, 0, 0 };
+    tcf_codegen_sb_t b = { buf, cap, 0, 0 };
     if (!buf || !cap || tcf_reduce_check(s))
         return -1;
     buf[0] = '\0';
@@ -297,14 +276,14 @@ int tcf_reduce_source(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp
     if (tcf_rminmax(s->op))   /* -inf for max, +inf for min, in arg_t */
         ident = asz == 4 ? 0x7f800000u : s->acc_dt == TCF_DT_F16 ? 0x7c00u : 0x7f80u,
         ident |= s->op == TCF_RED_AMAX ? (asz == 4 ? 0x80000000u : 0x8000u) : 0;
-    tcf_rput(&b, "/* tcfuse reduce %d: %s%s %s->%s acc %s, block %ux%u, %s %u, %s, %u row dims%s */\n",
+    tcf_codegen_put(&b, "/* tcfuse reduce %d: %s%s %s->%s acc %s, block %ux%u, %s %u, %s, %u row dims%s */\n",
              TCF_REDUCE_VERSION, tcf_reduce_op_name(s->op), s->root ? "(sqrt)" : "",
              tcf_codegen_ctype(s->in_dt), tcf_codegen_ctype(s->out_dt), tcf_codegen_ctype(s->acc_dt),
              s->bw, s->bh, s->vectorize ? "vec" : "vt0", s->vectorize ? s->ivs : s->vt0,
              s->split_y ? "warps share a row" : "a row per warp-row", s->odims,
              sp && (sp->prologue || sp->epilogue || sp->row_pass || sp->helpers) ? ", spliced" : "");
-    tcf_rput(&b, "%s", tcf_codegen_prelude());
-    tcf_rput(&b, "struct tcf_rargs { unsigned long long src, dst; unsigned int num_inputs, num_outputs, "
+    tcf_codegen_put(&b, "%s", tcf_codegen_prelude());
+    tcf_codegen_put(&b, "struct tcf_rargs { unsigned long long src, dst; unsigned int num_inputs, num_outputs, "
                  "factor; unsigned int osize[8]; unsigned int ostride[8][2]; unsigned int pad_; "
                  "unsigned long long buf[8]; unsigned int s[8];%s };\n"
                  "static_assert(sizeof(tcf_rargs) %s 224, \"tcf_reduce_args_t layout\");\n"
@@ -318,9 +297,9 @@ int tcf_reduce_source(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp
              s->bw, s->bh, s->split_y ? (unsigned)s->bw * s->bh : s->bw, s->split_y ? 1u : s->bh,
              s->vt0, s->ivs);
     if (asz == 4)
-        tcf_rput(&b, "__forceinline__ tcf_acc tcf_ident() { return __uint_as_float(0x%08xu); }\n", ident);
+        tcf_codegen_put(&b, "__forceinline__ tcf_acc tcf_ident() { return __uint_as_float(0x%08xu); }\n", ident);
     else
-        tcf_rput(&b, "__forceinline__ tcf_acc tcf_ident() { return (tcf_acc)0x%04xu; }\n", ident);
+        tcf_codegen_put(&b, "__forceinline__ tcf_acc tcf_ident() { return (tcf_acc)0x%04xu; }\n", ident);
     tcf_reduce_ops(&b, s);
     tcf_reduce_splices(&b, sp);
     tcf_reduce_kernel(&b, s, sp);

@@ -36,27 +36,6 @@ _Static_assert(TCF_GROUP_MAX_BUFS == 16 && TCF_GROUP_MAX_SCALARS == 16,
 #define TCF_ROWS_EXT " unsigned long long xbuf[16]; unsigned int xs[16]; unsigned int xst[16][2];"
 
 typedef struct {
-    char  *p;
-    size_t cap, len;
-    int    bad;
-} tcf_rows_sb_t;
-
-static void tcf_rows_put(tcf_rows_sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tcf_rows_put(tcf_rows_sb_t *b, const char *fmt, ...)
-{
-    if (b->bad)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= b->cap - b->len)
-        b->bad = 1;
-    else
-        b->len += (size_t)n;
-}
-
-typedef struct {
     unsigned R;                        /* the reduction's index */
     int loaded[TCF_GROUP_MAX_BUFS];    /* read before the group writes it */
     int writer[TCF_GROUP_MAX_BUFS];    /* its last writer, or -1 */
@@ -141,7 +120,7 @@ enum { TCF_PASS_PRO, TCF_PASS_EPI, TCF_PASS_ROW };
 /* The ops of one pass, as statements (indent: spaces). PRO: the producers, then `return`
  * of the reduction's input; EPI: the reduction's value (v) and the per-row ops, storing
  * per-row results; ROW: everything, storing element results. */
-static void tcf_rows_chain(tcf_rows_sb_t *b, const tcf_group_t *g, const tcf_rows_io_t *io,
+static void tcf_rows_chain(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_rows_io_t *io,
                            int pass, const char *ind)
 {
     int wsofar[TCF_GROUP_MAX_BUFS];
@@ -167,10 +146,10 @@ static void tcf_rows_chain(tcf_rows_sb_t *b, const tcf_group_t *g, const tcf_row
         }
         if (k == io->R) {
             if (pass == TCF_PASS_PRO) {   /* the reduction's input, as reduce_kernel loaded it */
-                tcf_rows_put(b, "%sreturn %s;\n", ind, arg[0]);
+                tcf_codegen_put(b, "%sreturn %s;\n", ind, arg[0]);
                 return;
             }
-            tcf_rows_put(b, g->rs.out_dt == TCF_DT_F32 ? "%sconst float t%u = tcf_fbar(v, z);\n"
+            tcf_codegen_put(b, g->rs.out_dt == TCF_DT_F32 ? "%sconst float t%u = tcf_fbar(v, z);\n"
                                                        : "%sconst tcf_out t%u = v;\n", ind, k);
         } else {
             if (tcf_codegen_op_call(res, sizeof res, op, k, src, "a.xs") < 0) {
@@ -178,14 +157,14 @@ static void tcf_rows_chain(tcf_rows_sb_t *b, const tcf_group_t *g, const tcf_row
                 return;
             }
             int bar = op->out_dt == TCF_DT_F32 && !tcf_codegen_moves(op->kind);
-            tcf_rows_put(b, bar ? "%sconst %s t%u = tcf_fbar(%s, z);\n" : "%sconst %s t%u = %s;\n",
+            tcf_codegen_put(b, bar ? "%sconst %s t%u = tcf_fbar(%s, z);\n" : "%sconst %s t%u = %s;\n",
                          ind, tcf_codegen_ctype(op->out_dt), k, res);
         }
         /* the last writer of a buffer stores: per-row values in the epilogue, element
          * values in the row pass */
         if (op->out_buf != TCF_NO_STORE && io->writer[op->out_buf] == (int)k &&
             (pass == TCF_PASS_EPI) == row && pass != TCF_PASS_PRO)
-            tcf_rows_put(b, "%sTCF_ST(%s, %u) = t%u;\n", ind, tcf_codegen_ctype(op->out_dt),
+            tcf_codegen_put(b, "%sTCF_ST(%s, %u) = t%u;\n", ind, tcf_codegen_ctype(op->out_dt),
                          op->out_buf, k);
     next:
         if (op->out_buf != TCF_NO_STORE)
@@ -203,9 +182,9 @@ int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
     if (!mem)
         return -1;
     char *helpers = mem, *pro = mem + HCAP, *epi = pro + PCAP, *rowp = epi + PCAP;
-    tcf_rows_sb_t h = { helpers, HCAP, 0, 0 }, p = { pro, PCAP, 0, 0 },
+    tcf_codegen_sb_t h = { helpers, HCAP, 0, 0 }, p = { pro, PCAP, 0, 0 },
                   e = { epi, PCAP, 0, 0 }, r = { rowp, PCAP, 0, 0 };
-    tcf_rows_put(&h, "/* row group: %u ops, the reduction op %u */\n"
+    tcf_codegen_put(&h, "/* row group: %u ops, the reduction op %u */\n"
                      "static_assert(sizeof(tcf_rargs) == 544, \"tcf_rows_args_t layout\");\n"
                      "#define TCF_AT(b, j) (a.xbuf[b] + (unsigned long long)(j) * a.xst[b][0] + "
                      "(unsigned long long)r.row * a.xst[b][1])\n"
@@ -222,13 +201,13 @@ int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
     }
     /* z: a zero no compiler can prove (an address is below 2^63), for tcf_fbar */
     const char *z = "  const unsigned z = (unsigned)(a.src >> 63);\n";
-    tcf_rows_put(&p, "%s", z);
+    tcf_codegen_put(&p, "%s", z);
     tcf_rows_chain(&p, g, &io, TCF_PASS_PRO, "  ");
-    tcf_rows_put(&e, "%s  const unsigned j = 0;   /* per-row buffers are broadcast along the row */\n", z);
+    tcf_codegen_put(&e, "%s  const unsigned j = 0;   /* per-row buffers are broadcast along the row */\n", z);
     tcf_rows_chain(&e, g, &io, TCF_PASS_EPI, "  ");
-    tcf_rows_put(&r, "%s  for (unsigned j = g; j < a.num_inputs; j += TCF_G) {\n", z);
+    tcf_codegen_put(&r, "%s  for (unsigned j = g; j < a.num_inputs; j += TCF_G) {\n", z);
     tcf_rows_chain(&r, g, &io, TCF_PASS_ROW, "    ");
-    tcf_rows_put(&r, "  }");
+    tcf_codegen_put(&r, "  }");
     int len = -1;
     if (!h.bad && !p.bad && !e.bad && !r.bad) {
         tcf_reduce_splice_t sp = { .prologue = pro, .epilogue = epi, .row_pass = rowp,

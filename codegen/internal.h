@@ -4,6 +4,15 @@
 
 #include "codegen/codegen.h"
 
+/* Text appended to a fixed buffer; bad once anything did not fit (the source is then
+ * refused, never cut short). One builder for gen.c, gen_reduce.c and gen_rows.c. */
+typedef struct {
+    char  *p;
+    size_t cap, len;
+    int    bad;
+} tcf_codegen_sb_t;
+void tcf_codegen_put(tcf_codegen_sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 const char *tcf_codegen_prelude(void);
 const char *tcf_codegen_ctype(tcf_dtype_t d);
 int tcf_codegen_cvt(char *out, size_t cap, tcf_dtype_t from, tcf_dtype_t to, const char *e);

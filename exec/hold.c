@@ -213,18 +213,7 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
     if (w) {
         pthread_mutex_lock(&w->lock);
         if (w->nheld) {
-            tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
-            if (e) {
-                memset(e, 0, sizeof *e);
-                e->t = w->last_t;
-                e->kind = TCF_EV_FREE;
-                e->held = 1;
-                e->stream = (uint64_t)(uintptr_t)stream;
-                e->u.m.call = "cuMemFreeAsync";
-                e->u.m.ptr = ptr;
-                w->nheld++;
-                atomic_fetch_add(&tcf_ctr.frees, 1);
-                atomic_fetch_add(&tcf_ctr.frees_stream, 1);
+            if (tcf_window_hold_free(w, ptr, stream)) {
                 atomic_fetch_add(&tcf_xctr.held_frees, 1);
                 taken = 1;
             }

@@ -338,19 +338,7 @@ int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds)
     int taken = 0;
     pthread_mutex_lock(&w->lock);
     if (w->nheld && w->rstate == TCF_R_HOLD) {
-        tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
-        if (e) {
-            uint64_t t = e->t;
-            memset(e, 0, sizeof *e);
-            e->t = t;
-            e->kind = TCF_EV_FREE;
-            e->held = 1;
-            e->stream = (uint64_t)(uintptr_t)stream;
-            e->u.m.call = "cuMemFreeAsync";
-            e->u.m.ptr = ptr;
-            w->nheld++;
-            atomic_fetch_add(&tcf_ctr.frees, 1);
-            atomic_fetch_add(&tcf_ctr.frees_stream, 1);
+        if (tcf_window_hold_free(w, ptr, stream)) {
             atomic_fetch_add(&tcf_rctr.held_frees, 1);
             taken = 1;
         }
