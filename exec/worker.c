@@ -4,8 +4,13 @@
  * queue under the table's lock.
  *
  * The worker's life: started when fuse mode starts (the process's first driver call, long
- * before its first kernel), it opens NVRTC (with tcf_exec_stop as NVRTC's exit hook:
- * codegen/nvrtc.c says why) and the disk cache at once. At exit it is parked, not joined,
+ * before its first kernel). It opens NVRTC (with tcf_exec_stop as NVRTC's exit hook:
+ * codegen/nvrtc.c says why) and the disk cache when its first job comes, not before: that
+ * is after the program's own first kernels, and a program that forks before it uses CUDA
+ * (PyTorch's import, then os.fork) must leave its child a process without NVRTC loaded,
+ * or the child's driver refuses to initialize (seen on the H100 with CUDA 13's NVRTC);
+ * a process that never launches a kernel tcfuse can hold never pays for NVRTC at all.
+ * At exit it is parked, not joined,
  * once it is out of any job: exit then ends it with the process. (So a program that ends
  * its main thread with pthread_exit and waits for every other thread would wait for it
  * too, as it would for any thread blocked for good.) */
@@ -41,7 +46,7 @@ int tcf_arch_of(CUcontext ctx)
     return major * 10 + minor;
 }
 
-/* The worker's first act. */
+/* Before the worker's first job. */
 static void tcf_worker_open(void)
 {
     char err[256];
@@ -204,7 +209,6 @@ static tcf_fkern_t *tcf_q_take(int arch)
 static void *tcf_worker_main(void *arg)
 {
     (void)arg;
-    tcf_worker_open();
     pthread_mutex_lock(&tcf_fk_lock);
     for (;;) {
         tcf_worker_busy = 0;
@@ -216,6 +220,8 @@ static void *tcf_worker_main(void *arg)
         if (tcf_worker_stop)
             continue;  /* exiting: queued jobs are dropped */
         pthread_mutex_unlock(&tcf_fk_lock);
+        if (!atomic_load_explicit(&tcf_worker_warm, memory_order_relaxed))
+            tcf_worker_open();
         tcf_work(e);
         pthread_mutex_lock(&tcf_fk_lock);
         pthread_cond_broadcast(&tcf_fk_done);
@@ -241,7 +247,6 @@ int tcf_fkern_start(void)
     } else if (pthread_attr_init(&attr) == 0) {
         pthread_t t;
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        tcf_worker_busy = 1;  /* until NVRTC is open */
         /* Born with every signal blocked: the program's handlers (one may call exit, which
          * waits for this thread) run on the program's own threads. */
         sigset_t all, old;
@@ -250,8 +255,6 @@ int tcf_fkern_start(void)
         if (!tcf_fault(TCF_FAULT_THREAD) && pthread_create(&t, &attr, tcf_worker_main, NULL) == 0) {
             tcf_worker_started = 1;
             rc = 0;
-        } else {
-            tcf_worker_busy = 0;
         }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
