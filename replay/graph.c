@@ -188,7 +188,8 @@ int tcf_rgraph_build(tcf_rplan_t *p, int *reason)
         bytes_of[i] = p->shadow + p->nodes[i].soff;
     if (tcf_rgraph_make(p, bytes_of, &g, nodes, reason) != 0)
         goto out;
-    if (tcf_drv.graph_instantiate(&x, g, 0) != CUDA_SUCCESS || !x) {
+    if (tcf_fault(TCF_FAULT_GRAPH_INSTANTIATE) || tcf_drv.graph_instantiate(&x, g, 0) != CUDA_SUCCESS ||
+        !x) {
         tcf_drv.graph_destroy(g);
         *reason = TCF_RG_instantiate_failed;
         goto out;
@@ -221,13 +222,15 @@ static int tcf_rgraph_refresh(tcf_rplan_t *p, uint8_t *const *bytes_of, int *rea
     }
     CUgraphExecUpdateResultInfo info;
     memset(&info, 0, sizeof info);
-    if (tcf_drv.graph_exec_update(p->exec, g, &info) == CUDA_SUCCESS) {
+    if (!tcf_fault(TCF_FAULT_GRAPH_UPDATE) &&
+        tcf_drv.graph_exec_update(p->exec, g, &info) == CUDA_SUCCESS) {
         /* The exec's nodes are still those of the graph it was instantiated from. */
         tcf_drv.graph_destroy(g);
         atomic_fetch_add(&tcf_rctr.updates, 1);
     } else {
         CUgraphExec x = NULL;
-        if (tcf_drv.graph_instantiate(&x, g, 0) != CUDA_SUCCESS || !x) {
+        if (tcf_fault(TCF_FAULT_GRAPH_INSTANTIATE) ||
+            tcf_drv.graph_instantiate(&x, g, 0) != CUDA_SUCCESS || !x) {
             tcf_drv.graph_destroy(g);
             free(nodes);
             *reason = TCF_RG_update_failed;
@@ -287,7 +290,8 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
             CUDA_MEMCPY3D mc;
             tcf_rop_params(&n->sig, bytes_of[i], &ms, &mc);
             CUcontext ctx = (CUcontext)(uintptr_t)p->ctx;
-            if ((n->sig.kind == TCF_R_KIND_MEMSET
+            if (tcf_fault(TCF_FAULT_GRAPH_PATCH) ||
+                (n->sig.kind == TCF_R_KIND_MEMSET
                      ? tcf_drv.graph_exec_memset_node_set_params(p->exec, n->node, &ms, ctx)
                      : tcf_drv.graph_exec_memcpy_node_set_params(p->exec, n->node, &mc, ctx)) !=
                 CUDA_SUCCESS) {
@@ -306,7 +310,8 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
             break;
         }
         tcf_rnode_params(&n->sig, n->k, p->ctx, bytes_of[i], pp, ex, &exsize, &np);
-        if (tcf_drv.graph_exec_kernel_node_set_params(p->exec, n->node, &np) != CUDA_SUCCESS) {
+        if (tcf_fault(TCF_FAULT_GRAPH_PATCH) ||
+            tcf_drv.graph_exec_kernel_node_set_params(p->exec, n->node, &np) != CUDA_SUCCESS) {
             atomic_fetch_add(&tcf_rctr.patch_failed, 1);
             failed = 1;
             break;
@@ -320,7 +325,8 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
             goto out;
         *patched = p->n;
     }
-    if (tcf_drv.graph_launch(p->exec, (CUstream)(uintptr_t)stream) != CUDA_SUCCESS) {
+    if (tcf_fault(TCF_FAULT_GRAPH_LAUNCH) ||
+        tcf_drv.graph_launch(p->exec, (CUstream)(uintptr_t)stream) != CUDA_SUCCESS) {
         *reason = TCF_RG_launch_failed;
         goto out;
     }

@@ -200,6 +200,29 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     expect_line "$T/fail-attr.graph.err" 'given up +node-refused 1$'
 }
 
+@test "graph: TCFUSE_FAULT at the graph sites: the same paths as the driver's own failures" {
+    local inj
+    # a failed instantiation gives both keys up
+    replay_vs_eager f-inst TCFUSE_REPLAY_SYNC=1 TCFUSE_FAULT=graph_instantiate:every -- loop 8
+    expect_line "$T/f-inst.graph.err" 'given up +instantiate-failed 2$'
+    [ "$(replayed "$T/f-inst.graph.err")" = 0 ]
+    # a failed launch: that window runs as issued, its key is given up, the other replays on
+    replay_vs_eager f-launch TCFUSE_REPLAY_SYNC=1 TCFUSE_FAULT=graph_launch -- loop 8
+    expect_line "$T/f-launch.graph.err" 'given up +launch-failed 1$'
+    expect_line "$T/f-launch.graph.err" 'faults +graph_launch 1 of [0-9]+ calls'
+    [ "$(replayed "$T/f-launch.graph.err")" -gt 0 ]
+    # every patch refused: whole-graph updates, as when the driver refuses them
+    replay_vs_eager f-patch TCFUSE_REPLAY_SYNC=1 TCFUSE_FAULT=graph_patch:every -- loop 8
+    expect_line "$T/f-patch.graph.err" 'graphs .* 10 whole-graph updates, 0 re-instantiated'
+    [ "$(replayed "$T/f-patch.graph.err")" = 10 ]
+    # and every update refused too: re-instantiations
+    replay_vs_eager f-update TCFUSE_REPLAY_SYNC=1 TCFUSE_FAULT=graph_patch:every,graph_update:every -- loop 8
+    expect_line "$T/f-update.graph.err" 'graphs .* 0 whole-graph updates, 10 re-instantiated'
+    [ "$(replayed "$T/f-update.graph.err")" = 10 ]
+    inj=$(stats_line "$T/f-update.graph.err" faults)
+    [[ $inj =~ graph_update\ 10\ of\ 10 ]] || { echo "$inj"; false; }
+}
+
 @test "graph: a key whose graph runs are not faster than its runs as issued is given up" {
     # every graph launch costs the host 3 ms: after 8 replays each key is timed slower
     replay_vs_eager slow TCFUSE_REPLAY_SYNC=1 FAKECUDA_GRAPH_DELAY_US=3000 -- loop 20

@@ -4,7 +4,8 @@
 #   faults       fuse_chains.py (float32: FUSE_CHAINS_QUICK=1) under TCFUSE_FAULT at every
 #                site (base/faults.def): each run's results bitwise equal to the plain
 #                run's, the fault injected (the stats' faults line) and counted under its
-#                named reason; one run without a fault first, whose cache the warm cases use
+#                named reason; one run without a fault first, whose cache the warm cases use;
+#                graph mode's sites on replay.cu (vary) in graph mode, the same checks
 #   concurrency  concurrency.cu (16 threads, 8 streams, cross-stream events, stream-ordered
 #                allocations) and concurrency.py (the same shape with PyTorch's fusable
 #                chains), plain and in each of CONC_MODES: outputs bitwise equal to plain
@@ -60,6 +61,30 @@ fault_case() {
     FAULT_RUNS=$((FAULT_RUNS + 1))
 }
 
+# graph_fault_case NAME SPEC LINE WHAT: replay.cu vary in graph mode under TCFUSE_FAULT=SPEC:
+# its output equal to the plain run's, the last site of SPEC injected, and a nonzero count
+# before (given up) or after (graphs) WHAT on stats line LINE.
+graph_fault_case() {
+    local name=$1 spec=$2 line=$3 what=$4 rc out=$WORK/res/faults.graph.$1
+    run_cmd "faults.graph.$name" 60 LD_PRELOAD="$LIB" TCFUSE_MODE=graph TCFUSE_STATS=1 \
+        TCFUSE_REPLAY_SYNC=1 TCFUSE_FAULT="$spec" -- "$WORK/bin/replay" vary 40 "$out"; rc=$?
+    local log=$LOGS/faults.graph.$name.log site=${spec##*,} inj n
+    site=${site%%:*}
+    if [[ $rc != 0 ]]; then FAULT_BAD+="graph $name: rc $rc; "; return; fi
+    inj=$(grep -oE "faults .*" "$log" | grep -oE "$site [0-9]+ of [0-9]+" | head -n 1)
+    if [[ $line == "given up" ]]; then
+        n=$(grep -E "^tcfuse: +given up" "$log" | grep -oE "$what [0-9]+" | grep -oE '[0-9]+$' | head -n 1)
+    else
+        n=$(grep -E "^tcfuse: +$line " "$log" | grep -oE "[0-9]+ $what" | grep -oE '^[0-9]+' | head -n 1)
+    fi
+    FAULT_DETAIL+="graph $name: ${inj:-not armed}, $what ${n:-0}, $(replayed_of "$log" | cut -d' ' -f1) replayed; "
+    if ! cmp -s "$WORK/res/faults.graph.plain" "$out"; then FAULT_BAD+="graph $name: output differs; "
+    elif [[ -z $inj || $inj == "$site 0 of"* ]]; then FAULT_BAD+="graph $name: nothing injected ($inj); "
+    elif [[ ${n:-0} == 0 ]]; then FAULT_BAD+="graph $name: no $what counted; "
+    fi
+    FAULT_RUNS=$((FAULT_RUNS + 1))
+}
+
 suite_faults() {
     FAULT_BAD="" FAULT_DETAIL="" FAULT_RUNS=0
     run_cmd faults.plain 90 FUSE_CHAINS_QUICK=1 -- "$PY" tests/gpu/fuse_chains.py "$WORK/res/faults.plain.pt" || {
@@ -78,6 +103,21 @@ suite_faults() {
     fault_case alloc alloc:100 warm problems allocations-failed
     fault_case alloc_every alloc:every warm problems allocations-failed
     fault_case thread thread warm fallbacks no_worker
+    # graph mode's sites: replay.cu's vary program (pointers and scalars change every
+    # iteration), graphs made on the application's thread so that each site is reached
+    if need_bin replay; then
+        local bin=$WORK/bin/replay
+        if run_cmd faults.graph.plain 60 -- "$bin" vary 40 "$WORK/res/faults.graph.plain"; then
+            graph_fault_case instantiate graph_instantiate:every "given up" instantiate-failed
+            graph_fault_case patch graph_patch:every graphs "whole-graph updates"
+            graph_fault_case update graph_patch:every,graph_update:every graphs re-instantiated
+            graph_fault_case launch graph_launch:3 "given up" launch-failed
+        else
+            FAULT_BAD+="graph: plain run failed; "
+        fi
+    else
+        FAULT_BAD+="graph: replay.cu did not build; "
+    fi
     if [[ -z $FAULT_BAD ]]; then report PASS "$FAULT_RUNS runs bitwise equal to plain, each fault counted: ${FAULT_DETAIL%; }"
     else report FAIL "${FAULT_BAD%; } ($FAULT_DETAIL)"; fi
 }
