@@ -143,15 +143,16 @@ int tcf_vain_has(uint64_t key);
 void tcf_vain_put(uint64_t key);
 
 /* --- the worker (worker.c) ----------------------------------------------------------- */
-/* Starts the worker, which opens NVRTC and the disk cache at once. 0, or -1 when no
- * thread could be made (then nothing is fused). */
-int tcf_fkern_start(void);
-/* Whether the worker found no NVRTC (then nothing is decoded). While it is still opening
- * NVRTC, launches are decoded and chains learned as usual: their jobs wait in the queue. */
+/* Whether nothing can be fused (then nothing is decoded): TCF_ABSENT_NVRTC, the worker
+ * found no NVRTC; TCF_ABSENT_WORKER, no worker thread could be made for the first job;
+ * else 0. Before the first job, and while the worker opens NVRTC, launches are decoded
+ * and chains learned as usual: their jobs wait in the queue. */
+enum { TCF_ABSENT_NVRTC = 1, TCF_ABSENT_WORKER };
 int tcf_fkern_absent(void);
 /* Stops the worker (at exit): waits for the job in hand, parks it, drops the rest. */
 void tcf_fkern_stop(void);
-/* Queues e's job (lock held). */
+/* Queues e's job (lock held), making the worker for the first one; with no worker e is
+ * marked bad at once. */
 void tcf_worker_enqueue(tcf_fkern_t *e);
 /* Waits until e is no longer pending or the worker stops (lock held: TCFUSE_COMPILE_WAIT). */
 void tcf_worker_wait(tcf_fkern_t *e);
@@ -197,6 +198,7 @@ typedef struct {
     atomic_ullong learn_skipped;           /* such chains planned before in vain and not
                                             * again (vain.c) */
     atomic_ullong no_nvrtc;                /* launches not decoded: no NVRTC was found */
+    atomic_ullong no_worker;               /* launches not decoded: no worker thread */
     atomic_ulong  refused[TCF_DECODE_NSTATUS]; /* launches not decoded, by reason */
 } tcf_xcounters_t;
 extern tcf_xcounters_t tcf_xctr;

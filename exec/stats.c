@@ -18,9 +18,11 @@ static void tcf_fuse_refusals(char *line, size_t cap)
             len += (size_t)snprintf(line + len, cap - len, "%s%s %lu", len ? ", " : "",
                                     tcf_decode_reason((tcf_decode_status_t)s), c);
     }
-    unsigned long long nn = atomic_load(&tcf_xctr.no_nvrtc);
+    unsigned long long nn = atomic_load(&tcf_xctr.no_nvrtc), nw = atomic_load(&tcf_xctr.no_worker);
     if (nn && len < cap)
-        snprintf(line + len, cap - len, "%sno NVRTC %llu", len ? ", " : "", nn);
+        len += (size_t)snprintf(line + len, cap - len, "%sno NVRTC %llu", len ? ", " : "", nn);
+    if (nw && len < cap)
+        snprintf(line + len, cap - len, "%sno worker %llu", len ? ", " : "", nw);
 }
 
 /* Per kernel family: launches, decoded, fused, and the reason the most launches of the

@@ -3,14 +3,13 @@
  * verify.c) before anything uses it. Jobs come from the kernel table (table.c) through a
  * queue under the table's lock.
  *
- * The worker's life: started when fuse mode starts (the process's first driver call, long
- * before its first kernel). It opens NVRTC (with tcf_exec_stop as NVRTC's exit hook:
- * codegen/nvrtc.c says why) and the disk cache when its first job comes, not before: that
- * is after the program's own first kernels, and a program that forks before it uses CUDA
+ * The worker's life: made for the first job, which comes after the program's own first
+ * kernels; it then opens NVRTC (with tcf_exec_stop as NVRTC's exit hook: codegen/nvrtc.c
+ * says why) and the disk cache. Not before: a program that forks before it uses CUDA
  * (PyTorch's import, then os.fork) must leave its child a process without NVRTC loaded,
- * or the child's driver refuses to initialize (seen on the H100 with CUDA 13's NVRTC);
- * a process that never launches a kernel tcfuse can hold never pays for NVRTC at all.
- * At exit it is parked, not joined,
+ * or the child's driver refuses to initialize (seen on the H100 with CUDA 13's NVRTC),
+ * and without a thread of ours (Python warns about fork in a threaded process); a process
+ * that never has a chain to compile pays for neither. At exit it is parked, not joined,
  * once it is out of any job: exit then ends it with the process. (So a program that ends
  * its main thread with pthread_exit and waits for every other thread would wait for it
  * too, as it would for any thread blocked for good.) */
@@ -31,6 +30,7 @@ static int tcf_worker_started, tcf_worker_stop, tcf_worker_busy;  /* under tcf_f
 static int tcf_worker_arch;  /* the worker's: the architecture of its last job's context */
 static atomic_int tcf_worker_warm;  /* NVRTC and the cache were opened (or found absent) */
 static atomic_int tcf_have_nvrtc, tcf_have_cache;
+static atomic_int tcf_worker_none;  /* no thread could be made: nothing is held */
 #define TCF_STOP_WAIT_S 5   /* at exit, the longest wait for the job in hand */
 
 int tcf_arch_of(CUcontext ctx)
@@ -233,18 +233,20 @@ static void *tcf_worker_main(void *arg)
 
 int tcf_fkern_absent(void)
 {
+    if (atomic_load_explicit(&tcf_worker_none, memory_order_relaxed))
+        return TCF_ABSENT_WORKER;
     return atomic_load_explicit(&tcf_worker_warm, memory_order_acquire) &&
-           !atomic_load_explicit(&tcf_have_nvrtc, memory_order_relaxed);
+                   !atomic_load_explicit(&tcf_have_nvrtc, memory_order_relaxed)
+               ? TCF_ABSENT_NVRTC
+               : 0;
 }
 
-int tcf_fkern_start(void)
+/* Makes the worker (tcf_fk_lock held). 0, or -1 when no thread could be made. */
+static int tcf_worker_spawn(void)
 {
     pthread_attr_t attr;
     int rc = -1;
-    pthread_mutex_lock(&tcf_fk_lock);
-    if (tcf_worker_started) {
-        rc = 0;
-    } else if (pthread_attr_init(&attr) == 0) {
+    if (pthread_attr_init(&attr) == 0) {
         pthread_t t;
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         /* Born with every signal blocked: the program's handlers (one may call exit, which
@@ -259,15 +261,20 @@ int tcf_fkern_start(void)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
     }
-    pthread_mutex_unlock(&tcf_fk_lock);
-    if (rc)  /* nothing is held: every launch runs as issued */
+    if (rc) {  /* nothing is held from here on: every launch runs as issued */
+        atomic_store(&tcf_worker_none, 1);
         atomic_fetch_add(&tcf_fkc.no_worker, 1);
+    }
     return rc;
 }
 
-
 void tcf_worker_enqueue(tcf_fkern_t *e)
 {
+    if (!tcf_worker_started && (atomic_load(&tcf_worker_none) || tcf_worker_spawn() != 0)) {
+        atomic_store(&e->state, TCF_FK_BAD);  /* nobody would ever take it */
+        tcf_fk_changed();
+        return;
+    }
     if (tcf_q_tail)
         tcf_q_tail->qnext = e;
     else

@@ -146,7 +146,8 @@ expect() {
     chain thread TCFUSE_FAULT=thread
     expect thread "$(groups thread)" 0
     expect thread "$(count thread fallbacks no_worker)" 1
-    expect_line "$T/thread.err" '^tcfuse: +decoded +0 of 12 launches'
+    # the worker is made for the first chain's job: from then on nothing is decoded
+    [ "$(count thread 'not held' 'no worker')" -ge 9 ] || { cat "$T/thread.err"; false; }
 }
 
 @test "faults: every one of tcfuse's own allocations, failing in turn, and all of them" {
