@@ -51,13 +51,14 @@ static void tcf_exec_families_print(void)
                 best = j;
         if (best < 0)
             break;
-        int why = 0;
+        int why = 0;   /* a refusal; launches of kernels that decode (left when nothing can be
+                        * fused: no NVRTC, no worker) name none */
         for (int r = 1; r < TCF_DECODE_NSTATUS; r++)
-            if (f[best].why[r] > f[best].why[why])
+            if (f[best].why[r] && (!why || f[best].why[r] > f[best].why[why]))
                 why = r;
         tcf_out("    %-20s %9llu %9llu %9llu%s%s", tcf_family_name((tcf_family_t)best),
-                f[best].launches, f[best].decoded, f[best].fused, f[best].why[why] ? "  " : "",
-                f[best].why[why] ? tcf_decode_reason((tcf_decode_status_t)why) : "");
+                f[best].launches, f[best].decoded, f[best].fused, why ? "  " : "",
+                why ? tcf_decode_reason((tcf_decode_status_t)why) : "");
         f[best].launches = 0;
     }
 }
