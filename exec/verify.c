@@ -275,6 +275,18 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
                 memset(o.params + o.pbytes - 6, 0, 2);
             }
         }
+        /* The unused entries of its OffsetCalculators (a strided loop's, a ReduceOp's input
+         * and output calculators) are stack garbage, old pointers among them: seen on the
+         * hand softmax and LayerNorm's row groups as verify_unable. Zeroed too. */
+        if (o.is_red) {
+            const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
+            if (rk->span == o.pbytes) {
+                tcf_decode_offset_calc_clear(o.params + rk->icalc_off, o.pbytes - rk->icalc_off, 1);
+                tcf_decode_offset_calc_clear(o.params + rk->ocalc_off, o.pbytes - rk->ocalc_off, 2);
+            }
+        } else if (from) {
+            tcf_decode_offset_calc_clear(o.params + 8, o.pbytes - 8, 1u + o.op.nin);
+        }
         /* Pointers sit in the data array; N is parameter 0 (int) in every loop decoded. */
         for (uint32_t at = from; at + 8 <= o.pbytes; at += 8) {
             uint64_t v;

@@ -497,6 +497,18 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
     return TCF_DECODE_OK;
 }
 
+int tcf_decode_offset_calc_clear(uint8_t *oc, uint32_t len, unsigned nt)
+{
+    if (!oc || !nt || nt > 8 || len < 304 + 100 * nt)
+        return -1;
+    int32_t dims = (int32_t)tcf_decode_rd(oc, 4);
+    if (dims < 0 || dims > 25)
+        return -1;
+    memset(oc + 4 + 12 * dims, 0, 12u * (25u - (unsigned)dims));
+    memset(oc + 304 + 4 * nt * (unsigned)dims, 0, 4u * nt * (25u - (unsigned)dims));
+    return 0;
+}
+
 int tcf_decode_resize(uint8_t *p, uint32_t params_len, const tcf_op_t *op, uint32_t n,
                       const uint32_t *sizes)
 {

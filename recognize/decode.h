@@ -88,6 +88,13 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
                                      uint32_t params_len, const uint32_t grid[3],
                                      const uint32_t block[3], tcf_op_t *op);
 
+/* PyTorch's OffsetCalculator<nt> at oc (int dims; IntDivider sizes[25]; uint32 strides[25][nt]:
+ * 304 + 100 nt bytes, len of them readable) sets only its first dims entries: the rest hold
+ * whatever the host's stack held, old pointers among them, and are never read (its loop
+ * stops at dims). Zeroes them in a copy of the bytes, so that a check for stray pointers
+ * sees none there (exec/verify.c). 0, or -1 when dims is not 0..25 or len is short. */
+int tcf_decode_offset_calc_clear(uint8_t *oc, uint32_t len, unsigned nt);
+
 /* Rewrites a decoded launch's copied parameter bytes for a smaller problem over the first
  * corner of the same elements (verification, exec/verify.c): N becomes n and, for the
  * strided loops, dim d's size sizes[d] (op->it.ndim entries, each at most the launch's,
