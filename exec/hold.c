@@ -122,6 +122,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
 {
     if (!tcf_holding)
         return 0;
+    tcf_fkern_begin();
     int absent = tcf_fkern_absent();
     if (absent) {  /* no NVRTC or no worker: nothing can be fused, all runs as issued */
         atomic_fetch_add_explicit(absent == TCF_ABSENT_NVRTC ? &tcf_xctr.no_nvrtc
@@ -235,7 +236,7 @@ void tcf_exec_init(void)
                 tcf_cfg.fusion ? "the driver lacks an entry point" : "TCFUSE_FUSION=0");
         return;
     }
-    tcf_holding = 1;  /* the worker is made for the first job (worker.c says why) */
+    tcf_holding = 1;  /* the worker is made at the first launch (worker.c says why) */
 }
 
 /* In a child forked after fuse mode started: the worker is not there (threads do not

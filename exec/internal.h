@@ -143,16 +143,18 @@ int tcf_vain_has(uint64_t key);
 void tcf_vain_put(uint64_t key);
 
 /* --- the worker (worker.c) ----------------------------------------------------------- */
+/* Makes the worker, once (the first kernel launch calls it: worker.c says why not
+ * sooner); it opens NVRTC and the disk cache at once. Cheap when done. */
+void tcf_fkern_begin(void);
 /* Whether nothing can be fused (then nothing is decoded): TCF_ABSENT_NVRTC, the worker
- * found no NVRTC; TCF_ABSENT_WORKER, no worker thread could be made for the first job;
- * else 0. Before the first job, and while the worker opens NVRTC, launches are decoded
- * and chains learned as usual: their jobs wait in the queue. */
+ * found no NVRTC; TCF_ABSENT_WORKER, no worker thread could be made; else 0. While the
+ * worker opens NVRTC, launches are decoded and chains learned as usual: their jobs wait
+ * in the queue. */
 enum { TCF_ABSENT_NVRTC = 1, TCF_ABSENT_WORKER };
 int tcf_fkern_absent(void);
 /* Stops the worker (at exit): waits for the job in hand, parks it, drops the rest. */
 void tcf_fkern_stop(void);
-/* Queues e's job (lock held), making the worker for the first one; with no worker e is
- * marked bad at once. */
+/* Queues e's job (lock held); with no worker e is marked bad at once. */
 void tcf_worker_enqueue(tcf_fkern_t *e);
 /* Waits until e is no longer pending or the worker stops (lock held: TCFUSE_COMPILE_WAIT). */
 void tcf_worker_wait(tcf_fkern_t *e);
