@@ -497,15 +497,22 @@ TEST(hand_gelu_is_one_group_of_8)
 }
 
 /* An operand's extent end, from its own dims (independently of space.c). */
-static uint64_t extent_end(const tcf_op_t *op, unsigned o)
+/* [*beg, end) of operand o: a cat's input from its real first element over its range
+ * (op.h), any other operand from its pointer. */
+static uint64_t extent_of(const tcf_op_t *op, unsigned o, uint64_t *beg)
 {
     int d = o ? op->in_dt[o - 1] : op->out_dt;
     uint64_t es = d == TCF_DT_F32 ? 4 : d == TCF_DT_BOOL ? 1 : 2, m = 0;
     uint64_t p = o ? op->in[o - 1] : op->out;
+    int cat = op->kind == TCF_OP_CAT && o;
+    if (cat)
+        p += (uint64_t)op->cat_lo[o - 1] * op->it.stride[o][op->cat_dim];
+    *beg = p;
     if (!op->it.ndim)
         return p + op->n * es;
     for (unsigned k = 0; k < op->it.ndim; k++)
-        m += (uint64_t)(op->it.size[k] - 1) * op->it.stride[o][k];
+        m += (uint64_t)((cat && k == op->cat_dim ? op->cat_len[o - 1] : op->it.size[k]) - 1) *
+             op->it.stride[o][k];
     return p + m + es;
 }
 
@@ -523,11 +530,15 @@ static int group_sane(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g)
         if (it[i].kind != TCF_ITEM_OP) continue;
         if (k >= g->nitems || g->items[k++] != i || it[i].op.n != g->n) return 0;
         for (unsigned o = 0; o <= it[i].op.nin; o++) {
+            /* a cat's dtype is its element's size (the planner takes its neighbours') */
             int d = o ? it[i].op.in_dt[o - 1] : it[i].op.out_dt;
-            uint64_t p = o ? it[i].op.in[o - 1] : it[i].op.out, e = extent_end(&it[i].op, o);
+            if (it[i].op.kind == TCF_OP_CAT && d != TCF_DT_F32)
+                d = TCF_DT_NONE;
+            uint64_t p, e = extent_of(&it[i].op, o, &p);
             for (int r = 0; r < nr; r++)
                 if (dt[r] >= 0 && p < hi[r] && lo[r] < e && (!o || wr[r]) &&
-                    (p != lo[r] || e != hi[r] || d != dt[r]))
+                    (p != lo[r] || e != hi[r] ||
+                     (d != dt[r] && d != TCF_DT_NONE && dt[r] != TCF_DT_NONE)))
                     return 0;
             lo[nr] = p, hi[nr] = e, dt[nr] = d, wr[nr++] = !o;
         }
