@@ -15,6 +15,12 @@
  *   outermost dim undivided: cheap beside the memory traffic the kernel waits on, where a
  *   source per shape would compile and verify once per shape.
  *
+ * A cat (op.h) has no functor: a one-input cat is its input; a two-input one picks
+ * `e % P < T ? in0 : in1` by the element's index e (P and T are its scalars, so the text
+ * serves every shape). A buffer only such cats read comes into tcf_elem as a pointer and
+ * is read in the branch that picks it: outside its range its view lies over another
+ * tensor's bytes, or none. Such groups are N-d and unpacked (the planner sees to it).
+ *
  * Buffers: a buffer read before any op of the group writes it is loaded once per element;
  * a read after an op wrote it takes that op's value (eager would have loaded what it
  * stored); the last writer's value is stored. Elementwise, so in-place chains are exact. */

@@ -141,7 +141,7 @@ static int as_op(const tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t i
     }
     *op = it->op;
     if (op->kind == TCF_OP_CAT && b->nops && b->red)
-        return TCF_FUSER_SHAPE;   /* gen_rows.c has no cat */
+        return TCF_FUSER_ROWS;   /* gen_rows.c has no cat */
     if (op->kind == TCF_OP_CAT && tcf_dtype_size(op->out_dt) == 2) {
         tcf_dtype_t d = cat_dtype(items, b->nwin, idx);
         op->out_dt = op->res_dt = op->compute_dt = d;
