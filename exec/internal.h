@@ -31,7 +31,8 @@
 /* Parameter bytes kept of a decoded launch: the contiguous loops take up to 64, the
  * strided one 8 + the closure (536, 648, 656 and 752 bytes recorded: its OffsetCalculator
  * alone is 304 + 100 NT). */
-#define TCF_PARAMS_MAX 1088   /* and a reduce_kernel's ReduceOp: 1040 or 1048 */
+#define TCF_PARAMS_MAX 3440   /* a reduce_kernel's ReduceOp: 1040 or 1048; a cat's
+                               * metadata by value: 3440 (<64, 64>) or 2768 (<128, 1>) */
 
 /* One launch a group replaces, kept so that the worker can re-run it on scratch memory. */
 typedef struct {
