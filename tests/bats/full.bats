@@ -122,6 +122,17 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
         same_text "$fail: kernels" <(kernels "$T/api.plain.log") <(kernels "$T/api.$fail.log")
         expect_line "$T/api.$fail.err" '^tcfuse: +given up +(instantiate-failed|launch-failed|node-refused) 1'
     done
+    # the same key, other steps: the second set of buffers is misaligned, so the kernel
+    # planned on the first does not serve it; that window runs as issued, the key is
+    # given up, and every window after it runs as issued
+    base mis.plain "$PROGS/fusechain" 8 misalign
+    TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
+        tcf mis.full "$PROGS/fusechain" 8 misalign
+    [ "$status" = 0 ] || { cat "$T/mis.full.err"; return 1; }
+    same_text "misalign: stdout" "$T/mis.plain.out" "$T/mis.full.out"
+    same_text "misalign: kernels" <(kernels "$T/mis.plain.log") <(kernels "$T/mis.full.log")
+    expect_line "$T/mis.full.err" '^tcfuse: +given up +plan-changed 1$'
+    expect_line "$T/mis.full.err" '^tcfuse: +replay +0 windows run as graphs'
     # a patch refused: the whole graph is updated instead, and the window still replays
     FAKECUDA_FAIL=cuGraphExecKernelNodeSetParams_v2 TCFUSE_MODE=full TCFUSE_STATS=1 \
         TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 tcf api.patch "$PROGS/fusechain" 8 swap

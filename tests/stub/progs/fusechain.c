@@ -30,6 +30,9 @@
  *   swap     odd iterations run the chain on a second set of buffers (every pointer
  *            changes from one iteration to the next: a graph's nodes are patched), then
  *            ends as `return` does
+ *   misalign as swap, the second set 4 bytes past a 16-byte boundary: the same launches
+ *            (the same key), but a generated kernel planned on the first set does not
+ *            serve the second
  *   alarm    the chain is launched again and again, a synchronize every third launch,
  *            until SIGALRM (a timer of US microseconds, default 2000) lands wherever it
  *            lands, often inside tcfuse's own code with its locks held, and its handler
@@ -106,12 +109,14 @@ int main(int argc, char **argv)
     void *tanh_p[] = { &n, (void *)&tanh_f, tanh_d };
     /* swap: the second set, the same chain over other buffers */
     CUdeviceptr x2 = 0, y2 = 0, z2 = 0, o2 = 0;
-    int swap = !strcmp(how, "swap");
+    int swap = !strcmp(how, "swap") || !strcmp(how, "misalign");
     if (swap) {
-        said("cuMemAlloc x2", d.memAlloc(&x2, N * 4));
-        said("cuMemAlloc y2", d.memAlloc(&y2, N * 4));
-        said("cuMemAlloc z2", d.memAlloc(&z2, N * 4));
-        said("cuMemAlloc w2", d.memAlloc(&o2, N * 4));
+        size_t skew = strcmp(how, "misalign") ? 0 : 4;
+        said("cuMemAlloc x2", d.memAlloc(&x2, N * 4 + 16));
+        said("cuMemAlloc y2", d.memAlloc(&y2, N * 4 + 16));
+        said("cuMemAlloc z2", d.memAlloc(&z2, N * 4 + 16));
+        said("cuMemAlloc w2", d.memAlloc(&o2, N * 4 + 16));
+        x2 += skew, y2 += skew, z2 += skew, o2 += skew;
     }
     CUdeviceptr mul_d2[2] = { y2, x2 }, add_d2[3] = { z2, y2, x2 }, tanh_d2[2] = { o2, z2 };
     void *mul_p2[] = { &n, (void *)mul_f, mul_d2 };
