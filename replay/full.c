@@ -22,8 +22,31 @@
 int tcf_rfull;
 
 /* The window's steps, per thread that closes windows (reused: a window may have
- * thousands). */
+ * thousands), released when the thread exits. */
 static _Thread_local tcf_steps_t tcf_rsteps;
+static pthread_key_t tcf_rsteps_key;
+static pthread_once_t tcf_rsteps_once = PTHREAD_ONCE_INIT;
+static int tcf_rsteps_key_ok;
+
+static void tcf_rsteps_release(void *p)
+{
+    tcf_steps_free(p);
+}
+
+static void tcf_rsteps_key_make(void)
+{
+    tcf_rsteps_key_ok = pthread_key_create(&tcf_rsteps_key, tcf_rsteps_release) == 0;
+}
+
+static tcf_steps_t *tcf_rsteps_mine(void)
+{
+    if (!tcf_rsteps.cap) {   /* first use on this thread (or after its release) */
+        pthread_once(&tcf_rsteps_once, tcf_rsteps_key_make);
+        if (tcf_rsteps_key_ok)
+            pthread_setspecific(tcf_rsteps_key, &tcf_rsteps);
+    }
+    return &tcf_rsteps;
+}
 
 /* The node signature of a fused step. */
 static void tcf_rsig_of_step(const tcf_step_t *st, tcf_rsig_t *s)
@@ -47,7 +70,7 @@ static void tcf_rnode_index(const tcf_window_t *w, uint32_t *map)
 
 int tcf_rfull_fill(tcf_rplan_t *p, tcf_window_t *w, const tcf_rsig_t *sigs, uint32_t n)
 {
-    tcf_steps_t *st = &tcf_rsteps;
+    tcf_steps_t *st = tcf_rsteps_mine();
     int r = tcf_exec_steps_on() ? tcf_exec_steps(w, 1, st) : -1;
     if (r == 0 && !st->final)
         return 1;
@@ -114,7 +137,7 @@ oom:
 
 int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched)
 {
-    tcf_steps_t *st = &tcf_rsteps;
+    tcf_steps_t *st = tcf_rsteps_mine();
     *patched = 0;
     if (tcf_exec_steps(w, 0, st) != 0 || st->n != p->n) {
         *reason = TCF_RG_plan_changed;
