@@ -139,6 +139,8 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
 {
     tcf_steps_t *st = tcf_rsteps_mine();
     *patched = 0;
+    if (!tcf_exec_steps_on())
+        return -1;   /* exec stopped (exit began): the window runs as issued, the key kept */
     if (tcf_exec_steps(w, 0, st) != 0 || st->n != p->n) {
         *reason = TCF_RG_plan_changed;
         return -1;
