@@ -18,6 +18,7 @@ typedef enum {
     TCF_MODE_OBSERVE,
     TCF_MODE_FUSE,
     TCF_MODE_GRAPH,
+    TCF_MODE_FULL,     /* graph mode whose graphs hold fuse mode's plans */
     TCF_MODE__COUNT
 } tcf_mode_t;
 

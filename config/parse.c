@@ -14,6 +14,7 @@ static const char *const tcf_mode_names[TCF_MODE__COUNT] = {
     [TCF_MODE_OBSERVE] = "observe",
     [TCF_MODE_FUSE] = "fuse",
     [TCF_MODE_GRAPH] = "graph",
+    [TCF_MODE_FULL] = "full",
 };
 
 /* ASCII-only on purpose: isspace/tolower follow the host process's locale (Turkish 'I'). */

@@ -56,7 +56,7 @@ void tcf_exec_order(CUstream stream)
 /* A kernel's first launch in fuse mode: decodes what its name and layout say, once, and
  * says whether its launches may be held. A thread that finds another one decoding it
  * issues its launch as is. */
-static int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
+int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params)
 {
     int expect = TCF_FUSE_UNKNOWN;
     if (extra || !params)  /* this launch's form, not the kernel's: decide next time */
@@ -244,6 +244,7 @@ void tcf_exec_init(void)
 void tcf_exec_forked(void)
 {
     atomic_store(&tcf_stopping, 1);
+    atomic_store(&tcf_beside, 0);
     tcf_holding = 0;
 }
 
@@ -255,6 +256,10 @@ void tcf_exec_stop(void)
 {
     if (atomic_exchange(&tcf_stopping, 1))
         return;
+    if (atomic_exchange(&tcf_beside, 0)) {  /* full mode: replay issues what it holds */
+        tcf_fkern_stop();
+        return;
+    }
     tcf_capture_quiesce();
     tcf_holding = 0;
     tcf_fkern_stop();

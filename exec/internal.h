@@ -9,6 +9,7 @@
  *   verdict.c  verdicts on disk, each decoded kernel's own check
  *   verify.c   bitwise verification against the original launches on scratch memory
  *   stats.c    counters and the summary's lines
+ *   steps.c    full mode: a window's plan as steps for replay's graphs (steps.h)
  */
 #ifndef TCF_EXEC_INTERNAL_H
 #define TCF_EXEC_INTERNAL_H
@@ -87,11 +88,22 @@ extern pthread_mutex_t tcf_fk_lock;
  * TCFUSE_COMPILE_WAIT). */
 CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uint16_t *ev_of_item,
                          CUcontext ctx, int learn);
+/* Whether G's kernel is settled in ctx: ready, bad or never to be made (1), or its
+ * compile and verification are still to come (0). For full mode's plans (steps.c). */
+int tcf_fkern_settled(const tcf_fgroup_t *G, CUcontext ctx);
 /* Kernels the table ever made. */
 unsigned tcf_fkern_made(void);
 /* Unloads the modules of kernels evicted over a few seconds ago (lock held; dropped for the
  * driver calls). Called by the worker between jobs. */
 void tcf_retired_unload(void);
+
+/* --- the launch path (hold.c) ------------------------------------------------------- */
+/* A kernel's first decode (its name and layout), once; TCF_FUSE_* (a thread that finds
+ * another decoding it gets TCF_FUSE_DECODING). */
+int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params);
+/* Full mode (steps.c): exec plans windows for replay, holds none of its own; its exit
+ * stops the worker and leaves the windows to replay. */
+extern atomic_int tcf_beside;
 
 /* --- starts (starts.c) --------------------------------------------------------------- */
 /* A window is held from a launch of a kernel that starts a group whose generated kernel

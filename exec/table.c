@@ -267,3 +267,22 @@ unsigned tcf_fkern_made(void)  /* for the stats, at exit */
         pthread_mutex_unlock(&tcf_fk_lock);
     return n;
 }
+
+/* Whether group G's kernel is settled for ctx (full mode, steps.c): ready, or bad, or
+ * made in another context, or never to be made (its source failed, the table is full):
+ * planning the group again gives the same answer. 0: its compile or verification is
+ * still to come. Asked after tcf_fkern_get returned NULL, which put it in the memo. */
+int tcf_fkern_settled(const tcf_fgroup_t *G, CUcontext ctx)
+{
+    (void)ctx;
+    uint64_t gh = XXH3_64bits(&G->g, sizeof G->g);
+    int settled = 1;
+    pthread_mutex_lock(&tcf_fk_lock);
+    for (tcf_gmemo_t *m = tcf_gmemo[gh % TCF_FK_BUCKETS]; m; m = m->next)
+        if (m->ghash == gh && !memcmp(&m->g, &G->g, sizeof G->g)) {
+            settled = atomic_load(&m->e->state) != TCF_FK_PENDING;
+            break;
+        }
+    pthread_mutex_unlock(&tcf_fk_lock);
+    return settled;
+}

@@ -9,6 +9,7 @@
 #include "base/driver.h"
 #include "capture/capture.h"
 #include "exec/exec.h"
+#include "exec/steps.h"
 #include "interpose/interpose.h"
 #include "replay/replay.h"
 
@@ -66,7 +67,7 @@ static void tcf_forked_child(void)
 {
     atomic_store(&tcf_interpose_mode, TCF_MODE_OFF);
     tcf_capture_forked();
-    if (tcf_cfg.mode == TCF_MODE_FUSE)
+    if (tcf_cfg.mode == TCF_MODE_FUSE || tcf_cfg.mode == TCF_MODE_FULL)
         tcf_exec_forked();
 }
 
@@ -134,10 +135,15 @@ static void tcf_init_once(void)
         .flush = tcf_replay_flush, .stop = tcf_replay_stop, .stats = tcf_replay_stats_print,
         .flush_all = 1, .no_idle = 1, .window_max = (uint32_t)tcf_cfg.replay_max,
     };
-    int fuse = tcf_cfg.mode == TCF_MODE_FUSE, graph = tcf_cfg.mode == TCF_MODE_GRAPH;
+    /* Full mode is graph mode's windows, with exec beside replay planning them (replay
+     * calls it: exec/steps.h). */
+    int fuse = tcf_cfg.mode == TCF_MODE_FUSE, full = tcf_cfg.mode == TCF_MODE_FULL,
+        graph = tcf_cfg.mode == TCF_MODE_GRAPH || full;
     tcf_capture_init(fuse ? &fuse_up : graph ? &graph_up : NULL);
     if (fuse)
         tcf_exec_init();
+    if (full)
+        tcf_exec_init_beside();
     if (graph)
         tcf_replay_init();
     atexit(tcf_at_exit);

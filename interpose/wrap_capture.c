@@ -13,7 +13,8 @@ static inline int tcf_on(void)
 
 static inline int tcf_replaying(void)
 {
-    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) == TCF_MODE_GRAPH;
+    int m = atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed);
+    return m == TCF_MODE_GRAPH || m == TCF_MODE_FULL;   /* full: replay owns the windows */
 }
 
 /* Counted before the boundary, so that no launch is held between it and the begin. */

@@ -17,7 +17,8 @@ static inline int tcf_fusing(void)
 
 static inline int tcf_replaying(void)
 {
-    return atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed) == TCF_MODE_GRAPH;
+    int m = atomic_load_explicit(&tcf_interpose_mode, memory_order_relaxed);
+    return m == TCF_MODE_GRAPH || m == TCF_MODE_FULL;   /* full: replay owns the windows */
 }
 
 #define TCF_REAL_OR_FAIL(abi)                                                            \

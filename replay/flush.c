@@ -20,7 +20,8 @@ static uint32_t tcf_rnodes(const tcf_window_t *w)
  * under the same key, must not run the wrong graph). */
 static int tcf_rmatches(const tcf_rplan_t *p, const tcf_window_t *w)
 {
-    if (p->n != tcf_rnodes(w) || !p->nodes)
+    uint32_t n = p->osig ? p->norig : p->n;   /* full mode: the launches its steps replace */
+    if (n != tcf_rnodes(w) || !p->nodes)
         return 0;
     uint32_t j = 0;
     for (uint32_t i = 0; i < w->nev; i++) {
@@ -28,16 +29,16 @@ static int tcf_rmatches(const tcf_rplan_t *p, const tcf_window_t *w)
         if (!tcf_revent_node(e))
             continue;
         tcf_rsig_t s;
-        if (!e->held || j >= p->n || tcf_rsig_of_event(w, e, &s) != TCF_RN_OK ||
-            memcmp(&s, &p->nodes[j].sig, sizeof s))
+        if (!e->held || j >= n || tcf_rsig_of_event(w, e, &s) != TCF_RN_OK ||
+            memcmp(&s, p->osig ? &p->osig[j] : &p->nodes[j].sig, sizeof s))
             return 0;
         j++;
     }
-    return j == p->n;
+    return j == n;
 }
 
 /* Fills p's nodes and shadow from w's nodes (already checked carriable). */
-static int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_t *sigs,
+int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_t *sigs,
                           uint32_t n)
 {
     uint32_t len = 0;
@@ -103,7 +104,7 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
         j++;
     }
     atomic_fetch_add_explicit(&tcf_rctr.learned, 1, memory_order_relaxed);
-    tcf_rplan_t *build = NULL;
+    tcf_rplan_t *build = NULL, *full = NULL;
     pthread_mutex_lock(&tcf_rplan_lock);
     tcf_rplan_t *p = tcf_rplan_get(key, 1);
     if (!p) {
@@ -114,6 +115,11 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
             if (!ok || j != n || w->nlaunch < (uint32_t)tcf_cfg.replay_min) {
                 if (p->seen == (uint64_t)tcf_cfg.replay_warmup + 1)
                     atomic_fetch_add_explicit(&tcf_rctr.not_buildable, 1, memory_order_relaxed);
+            } else if (tcf_rfull) {
+                /* planned outside the lock (a kernel may load from disk meanwhile); no
+                 * other window takes a BUILDING key */
+                p->state = TCF_RP_BUILDING;
+                full = p;
             } else if (tcf_rplan_fill(p, w, sigs, n) == 0) {
                 p->state = TCF_RP_BUILDING;
                 if (tcf_cfg.replay_sync) {
@@ -126,6 +132,21 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
         }
     }
     pthread_mutex_unlock(&tcf_rplan_lock);
+    if (full) {
+        int r = tcf_rfull_fill(full, w, sigs, n);
+        pthread_mutex_lock(&tcf_rplan_lock);
+        if (r != 0) {   /* a compile to wait for (or no memory): the key's next window */
+            full->state = TCF_RP_COUNTING;
+            if (r > 0)
+                atomic_fetch_add_explicit(&tcf_rctr.full_waiting, 1, memory_order_relaxed);
+        } else if (tcf_cfg.replay_sync) {
+            full->built_sync = 1;
+            build = full;
+        } else {
+            tcf_rworker_enqueue(full);
+        }
+        pthread_mutex_unlock(&tcf_rplan_lock);
+    }
     if (sigs != stack_sigs)
         free(sigs);
     if (build) {
@@ -155,7 +176,8 @@ static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
     } else {
         CUcontext prev;
         int sw = tcf_rctx_enter(w, &prev);
-        done = tcf_rgraph_replay(p, w, &reason, &patched) == 0;
+        done = (p->osig ? tcf_rfull_replay(p, w, &reason, &patched)
+                        : tcf_rgraph_replay(p, w, &reason, &patched)) == 0;
         tcf_rctx_leave(sw, prev);
         if (done) {
             p->replays++;

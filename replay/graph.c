@@ -47,7 +47,10 @@ void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
     np->gridDimX = s->grid[0], np->gridDimY = s->grid[1], np->gridDimZ = s->grid[2];
     np->blockDimX = s->block[0], np->blockDimY = s->block[1], np->blockDimZ = s->block[2];
     np->sharedMemBytes = s->smem;
-    if (s->form == TCF_R_FORM_PARAMS) {
+    if (!k) {   /* a generated kernel (full mode): one parameter, the whole of bytes */
+        pp[0] = bytes;
+        np->kernelParams = pp;
+    } else if (s->form == TCF_R_FORM_PARAMS) {
         for (uint32_t i = 0; i < k->nparams; i++)
             pp[i] = bytes + k->off[i];
         np->kernelParams = k->nparams ? pp : NULL;
@@ -93,7 +96,8 @@ static void **tcf_pp_for(tcf_pp_t *b, const tcf_kernel_t *k)
 {
     if (b->pp && b->pp != b->stack)
         free(b->pp);
-    b->pp = k->nparams <= 64 ? b->stack : tcf_malloc(k->nparams * sizeof(void *));
+    /* no kernel record: a generated kernel (full mode), its parameter in `extra` form */
+    b->pp = !k || k->nparams <= 64 ? b->stack : tcf_malloc(k->nparams * sizeof(void *));
     return b->pp;
 }
 
@@ -274,8 +278,18 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
     }
     int rc = -1;
     *patched = 0;
-    if (j != p->n)
-        goto out;   /* not this graph's window (the caller checked; never here) */
+    if (j == p->n)   /* else not this graph's window (the caller checked; never here) */
+        rc = tcf_rgraph_run(p, w, bytes_of, stream, reason, patched);
+    if (bytes_of != stack_bytes)
+        free(bytes_of);
+    free(ops);
+    return rc;
+}
+
+int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, uint64_t stream,
+                   int *reason, uint32_t *patched)
+{
+    *patched = 0;
     tcf_pp_t b = { .pp = NULL };
     void *ex[5];
     size_t exsize;
@@ -322,13 +336,13 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
     tcf_pp_free(&b);
     if (failed) {
         if (tcf_rgraph_refresh(p, bytes_of, reason) != 0)
-            goto out;
+            return -1;
         *patched = p->n;
     }
     if (tcf_fault(TCF_FAULT_GRAPH_LAUNCH) ||
         tcf_drv.graph_launch(p->exec, (CUstream)(uintptr_t)stream) != CUDA_SUCCESS) {
         *reason = TCF_RG_launch_failed;
-        goto out;
+        return -1;
     }
     /* The window's frees after its last kernel: a block may be read until then, and no
      * allocation inside the window can have been handed a block freed inside it (the
@@ -345,10 +359,5 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
         }
         e->held = 0;
     }
-    rc = 0;
-out:
-    if (bytes_of != stack_bytes)
-        free(bytes_of);
-    free(ops);
-    return rc;
+    return 0;
 }

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/exec.h"
 #include "replay/internal.h"
 
 atomic_int tcf_ron;                  /* holding allowed */
@@ -404,15 +405,21 @@ int tcf_rcapture_active(void)
 }
 
 /* A child of fork() holds nothing (its parent issues what it held) and starts nothing:
- * CUDA is not usable in it anyway. */
+ * CUDA is not usable in it anyway. At its exit the exit handler it inherited issues
+ * nothing either (the held work is the parent's: issued twice otherwise) and waits for
+ * no worker (threads do not survive fork). */
+static atomic_int tcf_rforked;
+
 static void tcf_rfork_child(void)
 {
     atomic_store(&tcf_ron, 0);
+    atomic_store(&tcf_rforked, 1);
 }
 
 void tcf_replay_init(void)
 {
     tcf_rcap = tcf_window_cap();
+    tcf_rfull = tcf_cfg.mode == TCF_MODE_FULL;
     if (!tcf_rgraph_api()) {
         atomic_fetch_add(&tcf_rctr.gave_up[TCF_RG_no_graph_api], 1);
         tcf_log(TCF_LOG_WARN, "graph mode: the driver lacks the graph API; nothing is held");
@@ -432,8 +439,12 @@ void tcf_replay_init(void)
  * held and no graph is made; the worker is parked once out of its job. */
 void tcf_replay_stop(void)
 {
+    if (atomic_load(&tcf_rforked))
+        return;
     if (atomic_exchange(&tcf_ron, 0) == 0 && !atomic_load(&tcf_rholding)) {
         tcf_rworker_stop();
+        if (tcf_rfull)
+            tcf_exec_stop();   /* exec beside replay: its worker parked, windows left alone */
         return;
     }
     unsigned n = tcf_window_count();
@@ -448,4 +459,6 @@ void tcf_replay_stop(void)
         pthread_mutex_unlock(&w->lock);
     }
     tcf_rworker_stop();
+    if (tcf_rfull)
+        tcf_exec_stop();
 }

@@ -8,6 +8,8 @@
  *   graph.c   the driver's graph API: build, instantiate, patch, update, launch, destroy
  *   worker.c  the background thread that instantiates graphs
  *   stats.c   counters and the summary's lines
+ *   full.c    full mode: a plan's nodes are exec's steps (generated kernels in place of
+ *             the launches they replace), made and patched per window
  */
 #ifndef TCF_REPLAY_INTERNAL_H
 #define TCF_REPLAY_INTERNAL_H
@@ -118,7 +120,8 @@ enum { TCF_RP_COUNTING = 0, TCF_RP_BUILDING, TCF_RP_READY, TCF_RP_GIVEN_UP };
 #define TCF_RGIVEUP(X) X(no_graph_api, "no-graph-api") X(create_failed, "create-failed")   \
     X(node_refused, "node-refused") X(instantiate_failed, "instantiate-failed")            \
     X(update_failed, "update-failed") X(launch_failed, "launch-failed")                    \
-    X(too_large, "too-large") X(out_of_memory, "out-of-memory") X(not_faster, "not-faster")
+    X(too_large, "too-large") X(out_of_memory, "out-of-memory") X(not_faster, "not-faster")  \
+    X(plan_changed, "plan-changed")
 enum {
 #define TCF_RG_ENUM(id, name) TCF_RG_##id,
     TCF_RGIVEUP(TCF_RG_ENUM)
@@ -131,7 +134,9 @@ extern const char *const tcf_rg_names[TCF_RG__COUNT];
  * plan's shadow, its attributes (applied once, at build) and the graph's node. */
 typedef struct {
     tcf_rsig_t         sig;
-    tcf_kernel_t      *k;              /* for the parameter layout; NULL for a memset or copy */
+    tcf_kernel_t      *k;              /* for the parameter layout; NULL for a memset or copy,
+                                        * and for a generated kernel (full mode: one
+                                        * parameter, sig.pbytes of it) */
     uint32_t           soff;           /* in shadow */
     uint32_t           nattr;
     CUlaunchAttribute *attr;           /* nattr of them, applied once, at build */
@@ -161,12 +166,20 @@ typedef struct tcf_rplan {
     uint32_t          t_issued[8], t_graph[8];
     uint32_t          n_issued, n_graph;
     struct tcf_rplan *qnext;           /* the worker's queue */
+    /* Full mode: the nodes are a fusion plan's steps (full.c). The key and the matching
+     * stay the window's own launches (osig, norig of them); fused of the nodes are
+     * generated kernels, replacing `removed` launches more than their count. */
+    tcf_rsig_t       *osig;            /* NULL: the nodes are the window's launches */
+    uint32_t          norig, fused, removed;
 } tcf_rplan_t;
 
 extern pthread_mutex_t tcf_rplan_lock;
 
 /* The plan of key (made, counting, when new); NULL when the table is full. Lock held. */
 tcf_rplan_t *tcf_rplan_get(uint64_t key, int make);
+/* Fills p's nodes and shadow from window w's n nodes, whose signatures are sigs (each
+ * carriable): graph mode's plan. 0, or -1 out of memory. */
+int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_t *sigs, uint32_t n);
 /* Ready: takes it for a replay (busy, recency); done gives it back. Lock held. */
 void tcf_rplan_take(tcf_rplan_t *p);
 void tcf_rplan_done(tcf_rplan_t *p);
@@ -204,6 +217,10 @@ int tcf_rgraph_build(tcf_rplan_t *p, int *reason);
  * launches it, then issues the held frees. 0 replayed; -1 nothing ran (the caller issues
  * the held work as is), with *reason set when the key must be given up. */
 int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched);
+/* The second half of a replay, for bytes gathered by the caller (bytes_of[i]: node i's,
+ * this window's): patch, launch on stream, the held frees after it. 0, or -1 (*reason). */
+int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, uint64_t stream,
+                   int *reason, uint32_t *patched);
 /* Destroys an exec and its graph (either may be NULL). */
 void tcf_rgraph_destroy(CUgraph g, CUgraphExec x);
 /* The device memory a graph of p's shape is estimated to hold. */
@@ -213,6 +230,21 @@ uint64_t tcf_rgraph_mem_estimate(const tcf_rplan_t *p);
 void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
                       uint8_t *bytes, void **pp, void **ex, size_t *exsize,
                       CUDA_KERNEL_NODE_PARAMS *np);
+
+/* --- full mode (full.c) --------------------------------------------------------------- */
+/* TCFUSE_MODE=full: plans are made from exec's steps of the window (exec/steps.h). */
+extern int tcf_rfull;
+/* Makes p (BUILDING, no lock held) from window w's fusion plan; w's n node signatures
+ * are sigs. 0 filled (p's nodes are the steps, or the launches when nothing fuses); 1 the
+ * plan is not final (a group's kernel is still compiling: try at the key's next window);
+ * -1 out of memory. */
+int tcf_rfull_fill(tcf_rplan_t *p, tcf_window_t *w, const tcf_rsig_t *sigs, uint32_t n);
+/* Runs held window w as p's graph of steps (p->osig set, w matched): its steps planned
+ * again for this window, compared with p's nodes, the fused ones' parameters patched like
+ * any node. 0 replayed; -1 not (*reason plan_changed when the steps differ). */
+int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched);
+/* The summary's line (stats.c). */
+void tcf_rfull_stats_print(void);
 
 /* --- the worker (worker.c) ----------------------------------------------------------- */
 int  tcf_rworker_start(void);
@@ -257,6 +289,11 @@ typedef struct {
     atomic_ullong not_held_attr_id[32];
     atomic_ullong capturing, app_captures, held_failed, explored;
     atomic_ullong cuts_unsupported;
+    /* full mode: windows replayed with generated kernels, those kernels' runs and the
+     * launches they replaced; keys whose plan waited for a compile (windows), keys made a
+     * graph with steps, with nothing fused */
+    atomic_ullong full_replayed, full_fused, full_removed, full_waiting, full_plans,
+                  full_plain;
 } tcf_rcounters_t;
 extern tcf_rcounters_t tcf_rctr;
 void tcf_rstats_patched(uint32_t n);

@@ -78,7 +78,20 @@ static void tcf_rplan_drop_graph(tcf_rplan_t *p)
         free(p->nodes[i].nattr ? p->nodes[i].attr : NULL);
     free(p->nodes);
     free(p->shadow);
+    free(p->osig);
     p->nodes = NULL, p->shadow = NULL, p->n = 0, p->shadow_len = 0;
+    p->osig = NULL, p->norig = p->fused = p->removed = 0;
+}
+
+/* The key's prefixes come from the window's own launches (full mode: not the steps). */
+static void tcf_rplan_prefixes(const tcf_rplan_t *p)
+{
+    uint64_t h = p->seed;
+    uint32_t n = p->osig ? p->norig : p->n;
+    for (uint32_t j = 0; j < n; j++) {
+        h = tcf_rkey_step(h, p->osig ? &p->osig[j] : &p->nodes[j].sig);
+        tcf_rprefix_add(h);
+    }
 }
 
 /* Every ready plan's prefixes, again: after a graph leaves, windows stop holding on its
@@ -90,11 +103,7 @@ static void tcf_rprefix_rebuild(void)
         tcf_rplan_t *p = tcf_rplans[i];
         if (!p || p->state != TCF_RP_READY)
             continue;
-        uint64_t h = p->seed;
-        for (uint32_t j = 0; j < p->n; j++) {
-            h = tcf_rkey_step(h, &p->nodes[j].sig);
-            tcf_rprefix_add(h);
-        }
+        tcf_rplan_prefixes(p);
     }
 }
 
@@ -154,11 +163,7 @@ void tcf_rplan_ready(tcf_rplan_t *p)
         tcf_rprefix_rebuild();
         return;
     }
-    uint64_t h = p->seed;
-    for (uint32_t j = 0; j < p->n; j++) {
-        h = tcf_rkey_step(h, &p->nodes[j].sig);
-        tcf_rprefix_add(h);
-    }
+    tcf_rplan_prefixes(p);
 }
 
 void tcf_rplan_retired_destroy(int all)

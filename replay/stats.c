@@ -1,4 +1,4 @@
-/* Graph mode's counters and its lines of the summary printed at exit (TCFUSE_STATS=1). */
+/* Graph (and full) mode's counters and its lines of the summary printed at exit (TCFUSE_STATS=1). */
 #include <stdio.h>
 #include <string.h>
 
@@ -108,4 +108,5 @@ void tcf_replay_stats_print(void)
     if (L(held_failed) || L(patch_failed))
         tcf_out("  problems      %llu held launches or frees the driver refused when issued, "
                 "%llu patches refused", L(held_failed), L(patch_failed));
+    tcf_rfull_stats_print();
 }

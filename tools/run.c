@@ -81,7 +81,7 @@ void tcf_tool_help_run(FILE *f)
         "The library is found next to the tcfuse executable, or at $TCFUSE_LIB.\n"
         "\n"
         "options:\n"
-        "  -m, --mode M         TCFUSE_MODE=M (off, observe, fuse, graph)\n"
+        "  -m, --mode M         TCFUSE_MODE=M (off, observe, fuse, graph, full)\n"
         "  -s, --stats          TCFUSE_STATS=1: print a summary when CMD exits\n"
         "  -t, --trace FILE     TCFUSE_TRACE=FILE: write a trace (%%p: the pid)\n"
         "  -b, --backtrace      TCFUSE_BACKTRACE=1: record where each window closed\n"
@@ -111,7 +111,7 @@ int tcf_tool_run(int argc, char **argv)
         switch (c) {
         case 'm':
             if (tcf_parse_mode(optarg, &mode) < 0) {
-                return tcf_tool_bad_usage("run", "unknown mode '%s': off, observe, fuse or graph",
+                return tcf_tool_bad_usage("run", "unknown mode '%s': off, observe, fuse, graph or full",
                                           optarg);
             }
             setenv("TCFUSE_MODE", optarg, 1);

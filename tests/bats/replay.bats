@@ -250,3 +250,27 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     compare_runs obs "$PROGS/replay" capture 4
     compare_runs obs2 "$PROGS/replay" attrs 4
 }
+
+@test "full: graph mode's scenarios run as in graph mode (none of their kernels is PyTorch's)" {
+    # Full mode is graph mode whose graphs hold fuse mode's plans: with nothing to fuse its
+    # windows, holds, captures, order and exits are graph mode's (tests/bats/full.bats: fusion)
+    local s
+    for s in loop memset switch legacy capture attrs exit free; do
+        if [ "$s" = free ]; then   # frees go after the graph: kernels compared alone
+            replay_vs_eager "full-$s" TCFUSE_MODE=full TCFUSE_REPLAY_SYNC=1 -- "$s" 8 || true
+            same_text "full free: kernels run" <(ran "$T/full-$s.eager.log" | grep '^K') \
+                <(ran "$T/full-$s.graph.log" | grep '^K')
+            expect_line "$T/full-$s.graph.err" 'windows held \([0-9]+ launches, [0-9]+ memsets and copies, [1-9][0-9]* frees\)'
+        else
+            replay_vs_eager "full-$s" TCFUSE_MODE=full TCFUSE_REPLAY_SYNC=1 -- "$s" 8
+        fi
+        expect_line "$T/full-$s.graph.err" '^tcfuse: stats: mode full'
+    done
+    expect_line "$T/full-loop.graph.err" 'replay +10 windows run as graphs \(200 launches'
+    expect_line "$T/full-loop.graph.err" 'full +0 windows replayed with generated kernels .* 0 graphs made with fused steps, 2 with nothing to fuse'
+    expect_line "$T/full-capture.graph.err" "during the application's stream captures 32 \\(8 captures\\)"
+    expect_line "$T/full-exit.graph.err" ' 1 at exit,'
+    # the same stub log as graph mode's, call for call
+    replay_vs_eager g-loop TCFUSE_REPLAY_SYNC=1 -- loop 8
+    same_text "full vs graph: kernels run" "$T/g-loop.graph.ran" "$T/full-loop.graph.ran"
+}

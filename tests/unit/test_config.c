@@ -188,7 +188,7 @@ TEST(reload)
     CHECK_EQ_INT(tcf_config_source(opt("TCFUSE_VERBOSE")), TCF_SRC_INVALID);
     CHECK_EQ_INT(tcf_config_source(opt("TCFUSE_MODE")), TCF_SRC_INVALID);
     CHECK_EQ_INT(tcf_config_source(opt("TCFUSE_TRACE")), TCF_SRC_ENV);
-    CHECK(strstr(err, "tcfuse: TCFUSE_MODE=\"   \" is not valid (expected one of off, observe, fuse, graph)"));
+    CHECK(strstr(err, "tcfuse: TCFUSE_MODE=\"   \" is not valid (expected one of off, observe, fuse, graph, full)"));
     CHECK(strstr(err, "TCFUSE_VERBOSE=\"\" is not valid"));
     static char big[TCF_OPT_STR_MAX + 1];
     memset(big, 'a', TCF_OPT_STR_MAX - 1);

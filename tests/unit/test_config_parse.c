@@ -88,7 +88,7 @@ TEST(parse_mode)
     static const struct { const char *s; int ok; tcf_mode_t v; } t[] = {
         { "off", 1, TCF_MODE_OFF }, { "OFF", 1, TCF_MODE_OFF }, { "observe", 1, TCF_MODE_OBSERVE },
         { "ObSeRvE", 1, TCF_MODE_OBSERVE }, { " observe\n", 1, TCF_MODE_OBSERVE },
-        { "", 0, 0 }, { " ", 0, 0 }, { "fuse", 1, TCF_MODE_FUSE }, { "FUSE ", 1, TCF_MODE_FUSE }, { "fused", 0, 0 }, { "graph", 1, TCF_MODE_GRAPH }, { "Graph", 1, TCF_MODE_GRAPH }, { "graphs", 0, 0 }, { "0", 0, 0 }, { "1", 0, 0 },
+        { "", 0, 0 }, { " ", 0, 0 }, { "fuse", 1, TCF_MODE_FUSE }, { "FUSE ", 1, TCF_MODE_FUSE }, { "fused", 0, 0 }, { "graph", 1, TCF_MODE_GRAPH }, { "Graph", 1, TCF_MODE_GRAPH }, { "graphs", 0, 0 }, { "full", 1, TCF_MODE_FULL }, { "FULL", 1, TCF_MODE_FULL }, { "fully", 0, 0 }, { "0", 0, 0 }, { "1", 0, 0 },
         { "observ", 0, 0 }, { "off observe", 0, 0 }, { "offf", 0, 0 },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {

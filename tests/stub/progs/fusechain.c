@@ -27,6 +27,12 @@
  *   fork     the process forks (fuse mode's worker may be compiling just then); the child
  *            launches the chain and synchronizes, then exits normally; the parent waits
  *            for it, prints its exit status and ends as `return` does
+ *   swap     odd iterations run the chain on a second set of buffers (every pointer
+ *            changes from one iteration to the next: a graph's nodes are patched), then
+ *            ends as `return` does
+ *   misalign as swap, the second set 4 bytes past a 16-byte boundary: the same launches
+ *            (the same key), but a generated kernel planned on the first set does not
+ *            serve the second
  *   alarm    the chain is launched again and again, a synchronize every third launch,
  *            until SIGALRM (a timer of US microseconds, default 2000) lands wherever it
  *            lands, often inside tcfuse's own code with its locks held, and its handler
@@ -101,6 +107,21 @@ int main(int argc, char **argv)
     void *mul_p[] = { &n, (void *)mul_f, mul_d };
     void *add_p[] = { &n, (void *)&alpha, add_d };
     void *tanh_p[] = { &n, (void *)&tanh_f, tanh_d };
+    /* swap: the second set, the same chain over other buffers */
+    CUdeviceptr x2 = 0, y2 = 0, z2 = 0, o2 = 0;
+    int swap = !strcmp(how, "swap") || !strcmp(how, "misalign");
+    if (swap) {
+        size_t skew = strcmp(how, "misalign") ? 0 : 4;
+        said("cuMemAlloc x2", d.memAlloc(&x2, N * 4 + 16));
+        said("cuMemAlloc y2", d.memAlloc(&y2, N * 4 + 16));
+        said("cuMemAlloc z2", d.memAlloc(&z2, N * 4 + 16));
+        said("cuMemAlloc w2", d.memAlloc(&o2, N * 4 + 16));
+        x2 += skew, y2 += skew, z2 += skew, o2 += skew;
+    }
+    CUdeviceptr mul_d2[2] = { y2, x2 }, add_d2[3] = { z2, y2, x2 }, tanh_d2[2] = { o2, z2 };
+    void *mul_p2[] = { &n, (void *)mul_f, mul_d2 };
+    void *add_p2[] = { &n, (void *)&alpha, add_d2 };
+    void *tanh_p2[] = { &n, (void *)&tanh_f, tanh_d2 };
     char hex[64] = "";
     for (size_t i = 0; i < sizeof add_d; i++)
         snprintf(hex + 2 * i, sizeof hex - 2 * i, "%02x", ((unsigned char *)add_d)[i]);
@@ -110,13 +131,14 @@ int main(int argc, char **argv)
     for (int it = 0; it < iters; it++) {
         for (int i = 0; i < N; i++)
             host[i] = (float)(i % 97) * 0.25f - 3.0f + (float)it;
-        said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(x, host, sizeof host, NULL));
-        said("mul", go(kmul, mul_p));
-        said("add", go(kadd, add_p));
-        said("tanh", go(ktanh, tanh_p));
+        int b = swap && it % 2;
+        said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(b ? x2 : x, host, sizeof host, NULL));
+        said("mul", go(kmul, b ? mul_p2 : mul_p));
+        said("add", go(kadd, b ? add_p2 : add_p));
+        said("tanh", go(ktanh, b ? tanh_p2 : tanh_p));
         said("cuStreamSynchronize", d.streamSynchronize(NULL));
     }
-    if (strcmp(how, "return")) {
+    if (strcmp(how, "return") && !swap) {
         said("mul", go(kmul, mul_p));
         said("add", go(kadd, add_p));
         fflush(stdout);

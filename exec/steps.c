@@ -1,0 +1,274 @@
+/* A window's fusion plan as steps, for replay in full mode (steps.h). The same planning
+ * as a fuse-mode flush (run.c): each launch decoded from the bytes the window copied,
+ * items, tcf_fuser_plan, each group's generated kernel from the table (a new one queued
+ * for the worker), a ready group bound for this window; but nothing is issued: the steps go
+ * back to replay, which makes them a graph's nodes or patches them into one. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/internal.h"
+#include "exec/steps.h"
+
+atomic_int tcf_beside;
+
+/* Per thread that closes windows, made on its first plan (a plan is tens of KiB). */
+typedef struct {
+    tcf_item_t items[TCF_FUSER_MAX_ITEMS];
+    uint16_t   ev_of[TCF_FUSER_MAX_ITEMS];
+    tcf_plan_t plan;
+} tcf_steps_scratch_t;
+
+static pthread_key_t tcf_sscratch_key;
+static pthread_once_t tcf_sscratch_once = PTHREAD_ONCE_INIT;
+static int tcf_sscratch_key_ok;
+static _Thread_local tcf_steps_scratch_t *tcf_sscratch;
+
+static void tcf_sscratch_free(void *p)
+{
+    tcf_sscratch = NULL;
+    free(p);
+}
+
+static void tcf_sscratch_key_make(void)
+{
+    tcf_sscratch_key_ok = pthread_key_create(&tcf_sscratch_key, tcf_sscratch_free) == 0;
+}
+
+static tcf_steps_scratch_t *tcf_steps_scratch(void)
+{
+    if (!tcf_sscratch) {
+        pthread_once(&tcf_sscratch_once, tcf_sscratch_key_make);
+        if (!tcf_sscratch_key_ok || !(tcf_sscratch = tcf_malloc(sizeof *tcf_sscratch)))
+            return NULL;
+        pthread_setspecific(tcf_sscratch_key, tcf_sscratch);
+    }
+    return tcf_sscratch;
+}
+
+void tcf_exec_init_beside(void)
+{
+    if (!tcf_cfg.fusion || !tcf_drv.launch_kernel) {
+        tcf_log(TCF_LOG_INFO, "full mode: %s; graphs hold the launches as issued",
+                tcf_cfg.fusion ? "the driver lacks an entry point" : "TCFUSE_FUSION=0");
+        return;
+    }
+    if (tcf_fkern_start() != 0) {
+        tcf_log(TCF_LOG_WARN, "full mode: no worker thread could be started; nothing is fused");
+        return;
+    }
+    atomic_store(&tcf_beside, 1);
+}
+
+int tcf_exec_steps_on(void)
+{
+    return atomic_load_explicit(&tcf_beside, memory_order_relaxed) && !tcf_fkern_absent();
+}
+
+void tcf_steps_free(tcf_steps_t *s)
+{
+    free(s->step);
+    free(s->bytes);
+    memset(s, 0, sizeof *s);
+}
+
+static tcf_step_t *tcf_step_add(tcf_steps_t *s)
+{
+    if (s->n == s->cap) {
+        uint32_t cap = s->cap ? s->cap * 2 : 64;
+        tcf_step_t *st = tcf_realloc(s->step, cap * sizeof *st);
+        if (!st)
+            return NULL;
+        s->step = st, s->cap = cap;
+    }
+    tcf_step_t *st = &s->step[s->n++];
+    memset(st, 0, sizeof *st);
+    return st;
+}
+
+/* A fused step's parameter bytes appended; 0, or -1 when out of memory. */
+static int tcf_step_bytes(tcf_steps_t *s, tcf_step_t *st, const void *p, uint32_t len)
+{
+    uint32_t at = (s->blen + 15u) & ~15u;
+    if (at + len > s->bcap) {
+        uint32_t cap = s->bcap ? s->bcap : 4096;
+        while (cap < at + len)
+            cap *= 2;
+        uint8_t *b = tcf_realloc(s->bytes, cap);
+        if (!b)
+            return -1;
+        s->bytes = b, s->bcap = cap;
+    }
+    memcpy(s->bytes + at, p, len);
+    st->boff = at, st->pbytes = len;
+    s->blen = at + len;
+    return 0;
+}
+
+static int tcf_is_node(const tcf_event_t *e)
+{
+    return e->kind == TCF_EV_LAUNCH || e->kind == TCF_EV_MEMSET || e->kind == TCF_EV_MEMCPY;
+}
+
+/* Every node event as issued: the plan when nothing can be planned. */
+static int tcf_steps_as_issued(const tcf_window_t *w, tcf_steps_t *s)
+{
+    s->n = s->blen = s->fused = s->removed = 0;
+    s->final = 1;
+    for (uint32_t i = 0; i < w->nev; i++) {
+        if (!tcf_is_node(&w->ev[i]))
+            continue;
+        tcf_step_t *st = tcf_step_add(s);
+        if (!st)
+            return -1;
+        st->ev = i;
+    }
+    return 0;
+}
+
+/* Decodes launch event i of w from its copied bytes into w->ops[i] (e->dec set), as fuse
+ * mode's launch path does: only cuLaunchKernel's form with the kernel's own layout, no
+ * attributes. 1 decoded. */
+static int tcf_steps_decode(tcf_window_t *w, uint32_t i)
+{
+    tcf_event_t *e = &w->ev[i];
+    e->dec = 0;
+    tcf_kernel_t *k = e->u.l.k;
+    if (!k || e->u.l.nattr || !k->param_known || e->u.l.pbytes != k->param_bytes || !w->ops)
+        return 0;
+    int fs = atomic_load_explicit(&k->fuse_state, memory_order_acquire);
+    if (fs == TCF_FUSE_UNKNOWN) {
+        void *params = w->arena;   /* only its presence counts: the params form */
+        fs = tcf_fuse_decode_kernel(k, NULL, &params);
+    }
+    if (fs != TCF_FUSE_DECODABLE)
+        return 0;
+    const uint8_t *buf = w->arena + e->u.l.poff;
+    tcf_decode_status_t ds = k->is_reduce
+        ? tcf_decode_reduce_apply(&k->drk, buf, k->param_bytes, e->u.l.grid, e->u.l.block,
+                                  &w->ops[i].red)
+        : tcf_decode_apply(&k->dk, buf, k->param_bytes, e->u.l.grid, e->u.l.block,
+                           &w->ops[i].op);
+    if (ds != TCF_DECODE_OK)
+        return 0;
+    e->dec = k->is_reduce ? TCF_DEC_REDUCE : TCF_DEC_OP;
+    return 1;
+}
+
+int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
+{
+    uint32_t n = w->nev, ndec = 0;
+    tcf_steps_scratch_t *sc = NULL;
+    if (!tcf_exec_steps_on() || n > TCF_FUSER_MAX_ITEMS || !(sc = tcf_steps_scratch())) {
+        tcf_steps_as_issued(w, s);
+        return -1;
+    }
+    tcf_item_t *items = sc->items;
+    tcf_plan_t *plan = &sc->plan;
+    for (uint32_t i = 0; i < n; i++) {
+        tcf_event_t *e = &w->ev[i];
+        sc->ev_of[i] = (uint16_t)i;
+        if (e->kind == TCF_EV_LAUNCH && tcf_steps_decode(w, i)) {
+            ndec++;
+            if (e->dec == TCF_DEC_REDUCE) {
+                items[i].kind = TCF_ITEM_REDUCE;
+                items[i].red = w->ops[i].red;
+            } else {
+                items[i].kind = TCF_ITEM_OP;
+                items[i].op = w->ops[i].op;
+            }
+        } else if (e->kind == TCF_EV_FREE) {
+            items[i].kind = TCF_ITEM_FREE;
+            items[i].ptr = e->u.m.ptr;
+            items[i].size = 0;
+        } else if (e->kind == TCF_EV_ALLOC) {
+            items[i].kind = TCF_ITEM_ALLOC;
+            items[i].ptr = e->u.m.ptr;
+            items[i].size = e->u.m.size;
+        } else {
+            memset(&items[i], 0, sizeof items[i]);
+            items[i].kind = TCF_ITEM_OPAQUE;
+        }
+    }
+    if (ndec < 2 || tcf_fuser_plan(items, n, plan) != 0)
+        return tcf_steps_as_issued(w, s);
+
+    /* Each group's kernel: ready (fused), settled as not to be had (as issued), or still
+     * to come (the plan is not final). */
+    CUfunction fn[TCF_FUSER_MAX_GROUPS] = { 0 };
+    int final = 1;
+    for (uint16_t g = 0; g < plan->ngroups; g++) {
+        const tcf_fgroup_t *G = &plan->groups[g];
+        if (G->nitems < 2)
+            continue;
+        fn[g] = tcf_fkern_get(G, w, sc->ev_of, (CUcontext)(uintptr_t)w->ctx, learn);
+        if (!fn[g] && !tcf_fkern_settled(G, (CUcontext)(uintptr_t)w->ctx))
+            final = 0;
+    }
+    s->n = s->blen = s->fused = s->removed = 0;
+    s->final = final;
+    for (uint32_t i = 0; i < n; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (!tcf_is_node(e))
+            continue;
+        int grp = e->kind == TCF_EV_LAUNCH ? plan->item_group[i] : -1;
+        if (grp >= 0 && fn[grp]) {
+            const tcf_fgroup_t *G = &plan->groups[grp];
+            if (i != G->last)
+                continue;   /* the group runs as one kernel where its last op was */
+            tcf_fused_args_t args = G->args;
+            tcf_rows_args_t ra;
+            uint32_t grid[3] = { tcf_codegen_grid(&G->g, G->n), 1, 1 },
+                     block[3] = { TCF_FUSED_BLOCK, 1, 1 };
+            const void *p = &args;
+            uint32_t len = sizeof args;
+            if (G->g.red) {   /* a row group: the reduction's launch shape, its argument */
+                if (tcf_fuser_rows_args(G, items, n, &G->args, &ra) != 0)
+                    return tcf_steps_as_issued(w, s);
+                tcf_reduce_launch_dims(&G->g.rs, ra.r.num_outputs, grid, block);
+                p = &ra, len = sizeof ra;
+            }
+            tcf_step_t *st = tcf_step_add(s);
+            if (!st || len > TCF_STEP_BYTES_MAX || tcf_step_bytes(s, st, p, len) != 0) {
+                tcf_steps_as_issued(w, s);
+                return -1;
+            }
+            st->fused = 1, st->nitems = G->nitems, st->ev = i, st->fn = fn[grp];
+            memcpy(st->grid, grid, sizeof grid);
+            memcpy(st->block, block, sizeof block);
+            s->fused++;
+            s->removed += G->nitems - 1u;
+            continue;
+        }
+        tcf_step_t *st = tcf_step_add(s);
+        if (!st) {
+            tcf_steps_as_issued(w, s);
+            return -1;
+        }
+        st->ev = i;
+    }
+    return 0;
+}
+
+void tcf_exec_steps_ran(const tcf_window_t *w, const tcf_steps_t *s)
+{
+    (void)w;
+    if (!s->fused)
+        return;
+    atomic_fetch_add(&tcf_xctr.groups_fused, s->fused);
+    atomic_fetch_add(&tcf_xctr.launches_removed, s->removed);
+}
+
+void tcf_exec_steps_stats_print(void)
+{
+    tcf_out("  kernels       %u generated: %lu compiled, %lu from the disk cache, %lu verified, "
+            "%lu failed verification, %lu could not be verified, %lu failed to compile or load",
+            tcf_fkern_made(), atomic_load(&tcf_fkc.compiled), atomic_load(&tcf_fkc.disk_hits),
+            atomic_load(&tcf_fkc.verified), atomic_load(&tcf_fkc.verify_mismatch),
+            atomic_load(&tcf_fkc.verify_unable),
+            atomic_load(&tcf_fkc.compile_failed) + atomic_load(&tcf_fkc.load_failed) +
+                atomic_load(&tcf_fkc.codegen_failed));
+    /* bench/run-all reads "fused N groups; M launches removed": keep that prefix */
+    tcf_out("  fused         %llu groups; %llu launches removed (generated kernels run in graphs)",
+            (unsigned long long)atomic_load(&tcf_xctr.groups_fused),
+            (unsigned long long)atomic_load(&tcf_xctr.launches_removed));
+}

@@ -1,0 +1,73 @@
+/* exec/steps.h: a window's fusion plan as steps, for the layer above (full mode).
+ *
+ * In full mode (TCFUSE_MODE=full) replay/ owns the windows: it holds, cuts and keys them as
+ * in graph mode, and the steps of a window's fusion plan are what its graph holds. exec
+ * plans a window as fuse mode would issue it (decode its launches, plan groups, find each
+ * group's generated kernel) and hands the steps back instead of issuing them: a step is an
+ * event of the window as the application issued it (a launch, memset or copy), or one
+ * generated kernel in place of a group's launches, at its last launch, with its one
+ * parameter bound for this window. Frees and allocations are no steps (replay issues a
+ * window's held frees after its graph).
+ *
+ * A plan is `final` when no group waits for its kernel: every group either runs fused
+ * (compiled, loaded, verified bitwise) or runs as issued for good (its kernel failed, or
+ * could not be made). A graph is built only from a final plan, so that the windows after it
+ * with the same key get the same steps; a step list that differs later (a kernel evicted
+ * and made again) is the caller's to notice, by comparing.
+ *
+ * Nothing here issues work or holds a window; the caller holds w's lock. Threads: the
+ * application's thread that closes the window.
+ */
+#ifndef TCF_EXEC_STEPS_H
+#define TCF_EXEC_STEPS_H
+
+#include <cuda.h>
+#include <stdint.h>
+
+struct tcf_window;
+
+/* The largest parameter of a generated kernel (its tcf_fused_args_t or tcf_rows_args_t). */
+#define TCF_STEP_BYTES_MAX 1024
+
+typedef struct {
+    uint8_t    fused;          /* 0: event ev as issued; 1: a generated kernel */
+    uint8_t    nitems;         /* fused: the launches it replaces */
+    uint32_t   ev;             /* the event (fused: the group's last launch) */
+    CUfunction fn;             /* fused: the generated kernel and its launch */
+    uint32_t   grid[3], block[3];
+    uint32_t   pbytes;         /* fused: bytes of its one parameter, at boff in bytes */
+    uint32_t   boff;
+} tcf_step_t;
+
+typedef struct {
+    tcf_step_t *step;
+    uint32_t    n, cap;
+    uint8_t    *bytes;         /* fused steps' parameters */
+    uint32_t    blen, bcap;
+    uint32_t    fused;         /* fused steps */
+    uint32_t    removed;       /* launches fused away */
+    int         final;         /* no group waits for its kernel */
+} tcf_steps_t;
+
+/* Whether exec can plan windows for replay (its worker runs, NVRTC was not found absent,
+ * TCFUSE_FUSION is on, exit has not begun). */
+int tcf_exec_steps_on(void);
+/* Plans w's node events (launches, memsets, copies) into s (reused from call to call;
+ * tcf_steps_free releases it). learn 1: the window ran as issued (a kernel the disk cache
+ * has is looked for by the worker); 0: it is held (loaded here and now). Returns 0, or -1
+ * when nothing could be planned (out of memory, too many events, exec off): then s holds
+ * every node event as issued, final. w locked. */
+int tcf_exec_steps(struct tcf_window *w, int learn, tcf_steps_t *s);
+void tcf_steps_free(tcf_steps_t *s);
+
+/* Starts exec beside replay in full mode: the worker, no holding of exec's own (replay
+ * owns the windows, and exec's exit never drops their held work). */
+void tcf_exec_init_beside(void);
+/* Counts fused steps that ran inside a graph, as fuse mode counts its fused launches
+ * (per kernel, per group), for the summary. */
+void tcf_exec_steps_ran(const struct tcf_window *w, const tcf_steps_t *s);
+
+/* Full mode's lines of the summary from exec: its kernels and their fallbacks. */
+void tcf_exec_steps_stats_print(void);
+
+#endif

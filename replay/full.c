@@ -1,0 +1,210 @@
+/* Full mode (TCFUSE_MODE=full): graph mode's windows, keys and holding, with graphs made
+ * of the window's fusion plan (exec/steps.h) instead of its launches. A key is still the
+ * window's launches (the same work, the same key); when it is warm its window is planned
+ * as fuse mode would run it, and only a final plan (no group's kernel still compiling or
+ * verifying) becomes a graph: each fused group one node of its generated kernel, the
+ * other launches, memsets and copies nodes as issued. A plan that is not final leaves the
+ * key counting: its next window is planned again, until the worker is done. A plan with
+ * nothing fused is graph mode's plan.
+ *
+ * Every held window of a key with fused nodes is planned again when it closes (its
+ * pointers and scalars are its own, and so are the fused kernels' bound arguments); its
+ * steps must be the graph's node for node (the same kernels, shapes, parameter sizes),
+ * and their bytes are patched like any node's. Steps that differ (a kernel evicted from
+ * exec's table and made again, a group bound differently) run the window as issued and
+ * give the key up (plan-changed): a graph never runs steps other than its own. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/steps.h"
+#include "replay/internal.h"
+
+int tcf_rfull;
+
+/* The window's steps, per thread that closes windows (reused: a window may have
+ * thousands), released when the thread exits. */
+static _Thread_local tcf_steps_t tcf_rsteps;
+static pthread_key_t tcf_rsteps_key;
+static pthread_once_t tcf_rsteps_once = PTHREAD_ONCE_INIT;
+static int tcf_rsteps_key_ok;
+
+static void tcf_rsteps_release(void *p)
+{
+    tcf_steps_free(p);
+}
+
+static void tcf_rsteps_key_make(void)
+{
+    tcf_rsteps_key_ok = pthread_key_create(&tcf_rsteps_key, tcf_rsteps_release) == 0;
+}
+
+static tcf_steps_t *tcf_rsteps_mine(void)
+{
+    if (!tcf_rsteps.cap) {   /* first use on this thread (or after its release) */
+        pthread_once(&tcf_rsteps_once, tcf_rsteps_key_make);
+        if (tcf_rsteps_key_ok)
+            pthread_setspecific(tcf_rsteps_key, &tcf_rsteps);
+    }
+    return &tcf_rsteps;
+}
+
+/* The node signature of a fused step. */
+static void tcf_rsig_of_step(const tcf_step_t *st, tcf_rsig_t *s)
+{
+    memset(s, 0, sizeof *s);
+    s->handle = (uint64_t)(uintptr_t)st->fn;
+    memcpy(s->grid, st->grid, sizeof s->grid);
+    memcpy(s->block, st->block, sizeof s->block);
+    s->pbytes = st->pbytes;
+    s->form = TCF_R_FORM_PARAMS;  /* its one parameter, as fuse mode launches it */
+    s->kind = TCF_KIND_FUNCTION;
+}
+
+/* Node index of each node event of w (UINT32_MAX for the others), into map. */
+static void tcf_rnode_index(const tcf_window_t *w, uint32_t *map)
+{
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < w->nev; i++)
+        map[i] = tcf_revent_node(&w->ev[i]) ? j++ : UINT32_MAX;
+}
+
+int tcf_rfull_fill(tcf_rplan_t *p, tcf_window_t *w, const tcf_rsig_t *sigs, uint32_t n)
+{
+    tcf_steps_t *st = tcf_rsteps_mine();
+    int r = tcf_exec_steps_on() ? tcf_exec_steps(w, 1, st) : -1;
+    if (r == 0 && !st->final)
+        return 1;
+    if (r != 0 || !st->fused) {   /* nothing fused: graph mode's plan */
+        atomic_fetch_add(&tcf_rctr.full_plain, 1);
+        return tcf_rplan_fill(p, w, sigs, n);
+    }
+    uint32_t m = st->n, len = 0;
+    uint32_t *map = tcf_malloc(w->nev * sizeof *map);
+    p->nodes = tcf_calloc(m, sizeof *p->nodes);
+    p->osig = tcf_malloc(n * sizeof *p->osig);
+    for (uint32_t j = 0; j < m; j++)
+        len += (st->step[j].fused ? st->step[j].pbytes : 0) + 8;
+    for (uint32_t j = 0; j < n; j++)
+        len += sigs[j].pbytes;
+    p->shadow = tcf_malloc(len);
+    if (!map || !p->nodes || !p->osig || !p->shadow)
+        goto oom;
+    tcf_rnode_index(w, map);
+    memcpy(p->osig, sigs, n * sizeof *sigs);
+    uint32_t at = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        const tcf_step_t *s = &st->step[j];
+        const tcf_event_t *e = &w->ev[s->ev];
+        tcf_rnode_t *nd = &p->nodes[j];
+        nd->soff = at;
+        if (s->fused) {
+            tcf_rsig_of_step(s, &nd->sig);
+            memcpy(p->shadow + at, st->bytes + s->boff, s->pbytes);
+        } else {
+            uint8_t op[TCF_R_OP_BYTES];
+            nd->sig = sigs[map[s->ev]];
+            nd->k = e->kind == TCF_EV_LAUNCH ? e->u.l.k : NULL;
+            memcpy(p->shadow + at, tcf_revent_bytes(w, e, op), nd->sig.pbytes);
+            if (e->kind == TCF_EV_LAUNCH && e->u.l.nattr) {
+                nd->attr = tcf_malloc(e->u.l.nattr * sizeof *nd->attr);
+                if (!nd->attr)
+                    goto oom;
+                memcpy(nd->attr, tcf_event_attrs(w, e), e->u.l.nattr * sizeof *nd->attr);
+                nd->nattr = e->u.l.nattr;
+            }
+        }
+        at += (nd->sig.pbytes + 7u) & ~7u;
+    }
+    free(map);
+    p->n = m;
+    p->shadow_len = at;
+    p->norig = n;
+    p->fused = st->fused;
+    p->removed = st->removed;
+    p->ctx = w->ctx;
+    p->stream = w->stream;
+    p->seed = w->rseed;
+    atomic_fetch_add(&tcf_rctr.full_plans, 1);
+    return 0;
+oom:
+    if (p->nodes)
+        for (uint32_t j = 0; j < m; j++)
+            free(p->nodes[j].attr);
+    free(map), free(p->nodes), free(p->osig), free(p->shadow);
+    p->nodes = NULL, p->osig = NULL, p->shadow = NULL;
+    return -1;
+}
+
+int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched)
+{
+    tcf_steps_t *st = tcf_rsteps_mine();
+    *patched = 0;
+    if (!tcf_exec_steps_on())
+        return -1;   /* exec stopped (exit began): the window runs as issued, the key kept */
+    if (tcf_exec_steps(w, 0, st) != 0 || st->n != p->n) {
+        *reason = TCF_RG_plan_changed;
+        return -1;
+    }
+    uint8_t *stack_bytes[128], **bytes_of = stack_bytes;
+    uint8_t (*ops)[TCF_R_OP_BYTES] = NULL;
+    if (w->nops && !(ops = tcf_malloc(w->nops * sizeof *ops)))
+        return -1;
+    if (p->n > 128 && !(bytes_of = tcf_malloc(p->n * sizeof *bytes_of))) {
+        free(ops);
+        return -1;
+    }
+    int rc = -1;
+    uint32_t o = 0;
+    for (uint32_t j = 0; j < p->n; j++) {
+        const tcf_step_t *s = &st->step[j];
+        const tcf_event_t *e = &w->ev[s->ev];
+        tcf_rsig_t sig;
+        if (s->fused) {
+            tcf_rsig_of_step(s, &sig);
+            bytes_of[j] = st->bytes + s->boff;
+        } else {
+            if (!e->held || tcf_rsig_of_event(w, e, &sig) != TCF_RN_OK)
+                break;
+            if (e->kind == TCF_EV_LAUNCH)
+                bytes_of[j] = w->arena + e->u.l.poff;
+            else if (o < w->nops)
+                bytes_of[j] = (uint8_t *)tcf_revent_bytes(w, e, ops[o++]);
+            else
+                break;
+        }
+        if (memcmp(&sig, &p->nodes[j].sig, sizeof sig)) {
+            *reason = TCF_RG_plan_changed;
+            break;
+        }
+        if (j + 1 == p->n)
+            rc = 0;
+    }
+    if (rc == 0)
+        rc = tcf_rgraph_run(p, w, bytes_of, w->ev[st->step[0].ev].stream, reason, patched);
+    if (rc == 0) {
+        tcf_exec_steps_ran(w, st);
+        atomic_fetch_add_explicit(&tcf_rctr.full_replayed, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&tcf_rctr.full_fused, st->fused, memory_order_relaxed);
+        atomic_fetch_add_explicit(&tcf_rctr.full_removed, st->removed, memory_order_relaxed);
+    }
+    if (bytes_of != stack_bytes)
+        free(bytes_of);
+    free(ops);
+    return rc;
+}
+
+void tcf_rfull_stats_print(void)
+{
+    if (!tcf_rfull)
+        return;
+    tcf_out("  full          %llu windows replayed with generated kernels (%llu kernels run in "
+            "graphs, %llu launches fused away); %llu graphs made with fused steps, %llu with "
+            "nothing to fuse; %llu windows waited for a kernel's compile",
+            (unsigned long long)atomic_load(&tcf_rctr.full_replayed),
+            (unsigned long long)atomic_load(&tcf_rctr.full_fused),
+            (unsigned long long)atomic_load(&tcf_rctr.full_removed),
+            (unsigned long long)atomic_load(&tcf_rctr.full_plans),
+            (unsigned long long)atomic_load(&tcf_rctr.full_plain),
+            (unsigned long long)atomic_load(&tcf_rctr.full_waiting));
+    tcf_exec_steps_stats_print();
+}

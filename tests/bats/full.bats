@@ -1,0 +1,165 @@
+#!/usr/bin/env bats
+# Full mode (TCFUSE_MODE=full) against the stand-in driver: graph mode's windows whose
+# graphs hold fuse mode's plans. fusechain (tests/stub/progs/fusechain.c) launches
+# PyTorch's mul, add and tanh over the same buffers each iteration, a synchronize after
+# each: one window, one key. Once the key is warm and mul+add's generated kernel is
+# compiled and verified (FAKECUDA_MEM=1: the stub keeps memory, so verification passes),
+# the window runs as one graph of two nodes, the generated kernel and tanh, with this
+# iteration's pointers patched in; before that, and whenever anything fails, it runs as
+# issued. What ran is eager's work in eager's order, mul+add as one kernel in the graphs.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+    common_setup
+    [ -x "$PROGS/fusechain" ] || { echo "missing $PROGS/fusechain: run make stub" >&2; return 1; }
+    NVRTC=
+    local c
+    for c in "${CUDA_HOME:-/usr/local/cuda}"/lib64/libnvrtc.so.1[0-9]; do
+        [ -f "$c" ] && NVRTC=$c
+    done
+    [ -n "$NVRTC" ] || skip "no NVRTC under ${CUDA_HOME:-/usr/local/cuda}/lib64"
+    export FAKECUDA_MEM=1 TCFUSE_CACHE_DIR="$T/cache" TCFUSE_NVRTC="$NVRTC"
+}
+
+# The kernels that ran on the program's stream (the legacy one; tcfuse's worker verifies
+# on its own), in order, launched or as a graph's node: mul, add, tanh, fused.
+kernels() {
+    grep -E '^(cuLaunchKernel|cuGraphLaunch\.node) .* stream=0x0 .* rc=0$' "$1" |
+        sed -E 's/^[^ ]+ name=([^ ]+) .*/\1/' |
+        sed -E 's/.*MulFunctor.*/mul/; s/.*CUDAFunctor_add.*/add/; s/.*tanh_kernel.*/tanh/;
+                s/^tcf_fused.*/fused/'
+}
+
+# Eager's kernels with mul and add of the iterations that ran as graphs (a tcf_fused node
+# where eager ran them) read as one: the order of everything else is eager's.
+same_work() {
+    kernels "$1" | paste -sd' ' | sed 's/mul add/M/g' >"$T/eager.k"
+    kernels "$2" | paste -sd' ' | sed 's/mul add/M/g; s/fused/M/g' >"$T/full.k"
+    same_text "kernels run" "$T/eager.k" "$T/full.k"
+}
+
+# stat_num FILE LINE ERE: the number that starts the ERE's first match on the stats line.
+stat_num() { stats_line "$1" "$2" | grep -oE "$3" | head -1 | grep -oE '^[0-9]+'; }
+full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated kernels'; }
+
+@test "full: a window that fuses is made a graph of its plan and replayed, pointers patched" {
+    local how
+    for how in return swap; do
+        base "$how.plain" "$PROGS/fusechain" 8 "$how"
+        TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
+            tcf "$how.full" "$PROGS/fusechain" 8 "$how"
+        [ "$status" = 0 ] || { cat "$T/$how.full.err"; return 1; }
+        same_text "$how: stdout" "$T/$how.plain.out" "$T/$how.full.out"
+        same_work "$T/$how.plain.log" "$T/$how.full.log"
+        # warm-up 2: iterations 1-3 run as issued (the third is planned and made a graph),
+        # the 5 left are graphs of the generated kernel and tanh
+        expect_line "$T/$how.full.err" '^tcfuse: +full +5 windows replayed with generated kernels \(5 kernels run in graphs, 5 launches fused away\); 1 graphs made with fused steps'
+        expect_line "$T/$how.full.err" '^tcfuse: +replay +5 windows run as graphs \(15 launches'
+        [ "$(grep -c '^cuGraphLaunch\.node name=tcf_fused .* rc=0$' "$T/$how.full.log")" = 5 ]
+        # graph mode's kernels are nothing but the program's: no generated kernel
+        TCFUSE_MODE=graph TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 tcf "$how.graph" "$PROGS/fusechain" 8 "$how"
+        ! grep -q 'tcf_fused' "$T/$how.graph.log"
+        same_text "$how graph: kernels" <(kernels "$T/$how.plain.log") <(kernels "$T/$how.graph.log")
+    done
+    # fixed pointers: nothing to patch; swapped buffers: the generated kernel's argument
+    # and tanh's pointers change every iteration, both nodes patched each replay
+    expect_line "$T/return.full.err" 'patches +nodes patched per replay: 0:5; mean 0.00'
+    expect_line "$T/swap.full.err" 'patches +nodes patched per replay: 2-3:5; mean 2.00'
+    [ "$(grep -c '^cuGraphExecKernelNodeSetParams_v2 .* rc=0$' "$T/swap.full.log")" = 10 ]
+}
+
+@test "full: a key waits for its kernel's compile, then its graph holds the generated kernel" {
+    # No compile wait: the key is warm long before the worker has compiled and verified
+    # mul+add; its windows run as issued meanwhile (not held), and the first window after
+    # the compile makes the graph. The stub's launches take 2 ms so that the compile ends
+    # within the run.
+    base wait.plain "$PROGS/fusechain" 400 swap
+    FAKECUDA_LAUNCH_DELAY_US=2000 TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 \
+        tcf wait.full "$PROGS/fusechain" 400 swap
+    [ "$status" = 0 ] || { cat "$T/wait.full.err"; return 1; }
+    same_text "stdout" "$T/wait.plain.out" "$T/wait.full.out"
+    same_work "$T/wait.plain.log" "$T/wait.full.log"
+    [ "$(stat_num "$T/wait.full.err" full '[0-9]+ windows waited')" -gt 0 ]
+    [ "$(full_replayed "$T/wait.full.err")" -gt 0 ] || { cat "$T/wait.full.err"; return 1; }
+    # no graph was made of the plan before its kernel was there
+    expect_line "$T/wait.full.err" '1 graphs made with fused steps, 0 with nothing to fuse'
+    # the windows before it ran eager's mul and add
+    [ "$(kernels "$T/wait.full.log" | grep -c '^add$')" -gt 0 ]
+}
+
+@test "full: a kernel that fails verification leaves graph mode's graph of the launches" {
+    # FAKECUDA_MEM unset: the stub keeps no memory, so no generated kernel can be verified
+    # (the group's kernel is settled as bad): the plan is final with nothing fused
+    unset FAKECUDA_MEM
+    base bad.plain "$PROGS/fusechain" 8 swap
+    TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
+        tcf bad.full "$PROGS/fusechain" 8 swap
+    [ "$status" = 0 ] || { cat "$T/bad.full.err"; return 1; }
+    same_text "stdout" "$T/bad.plain.out" "$T/bad.full.out"
+    same_text "kernels" <(kernels "$T/bad.plain.log") <(kernels "$T/bad.full.log")
+    expect_line "$T/bad.full.err" '^tcfuse: +replay +5 windows run as graphs'
+    expect_line "$T/bad.full.err" '^tcfuse: +full +0 windows replayed with generated kernels .* 0 graphs made with fused steps, 1 with nothing to fuse'
+    # TCFUSE_FUSION=0: graph mode's graphs, nothing compiled
+    export FAKECUDA_MEM=1
+    base off.plain "$PROGS/fusechain" 8 swap
+    TCFUSE_FUSION=0 TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 \
+        tcf off.full "$PROGS/fusechain" 8 swap
+    same_text "fusion off: stdout" "$T/off.plain.out" "$T/off.full.out"
+    ! grep -q 'tcf_fused' "$T/off.full.log"
+    expect_line "$T/off.full.err" '^tcfuse: +replay +5 windows run as graphs'
+}
+
+@test "full: the graph API failing runs the windows as issued, under a named reason" {
+    base api.plain "$PROGS/fusechain" 8 swap
+    local fail
+    for fail in cuGraphInstantiateWithFlags cuGraphLaunch cuGraphAddKernelNode_v2; do
+        FAKECUDA_FAIL=$fail TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 \
+            TCFUSE_REPLAY_SYNC=1 tcf "api.$fail" "$PROGS/fusechain" 8 swap
+        [ "$status" = 0 ] || { cat "$T/api.$fail.err"; return 1; }
+        same_text "$fail: stdout" "$T/api.plain.out" "$T/api.$fail.out"
+        same_text "$fail: kernels" <(kernels "$T/api.plain.log") <(kernels "$T/api.$fail.log")
+        expect_line "$T/api.$fail.err" '^tcfuse: +given up +(instantiate-failed|launch-failed|node-refused) 1'
+    done
+    # the same key, other steps: the second set of buffers is misaligned, so the kernel
+    # planned on the first does not serve it; that window runs as issued, the key is
+    # given up, and every window after it runs as issued
+    base mis.plain "$PROGS/fusechain" 8 misalign
+    TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
+        tcf mis.full "$PROGS/fusechain" 8 misalign
+    [ "$status" = 0 ] || { cat "$T/mis.full.err"; return 1; }
+    same_text "misalign: stdout" "$T/mis.plain.out" "$T/mis.full.out"
+    same_text "misalign: kernels" <(kernels "$T/mis.plain.log") <(kernels "$T/mis.full.log")
+    expect_line "$T/mis.full.err" '^tcfuse: +given up +plan-changed 1$'
+    expect_line "$T/mis.full.err" '^tcfuse: +replay +0 windows run as graphs'
+    # a patch refused: the whole graph is updated instead, and the window still replays
+    FAKECUDA_FAIL=cuGraphExecKernelNodeSetParams_v2 TCFUSE_MODE=full TCFUSE_STATS=1 \
+        TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 tcf api.patch "$PROGS/fusechain" 8 swap
+    same_text "patch: stdout" "$T/api.plain.out" "$T/api.patch.out"
+    same_work "$T/api.plain.log" "$T/api.patch.log"
+    [ "$(full_replayed "$T/api.patch.err")" = 5 ]
+}
+
+@test "full: exits and forks with a window held end as without tcfuse" {
+    # the kernel compiled and on disk first
+    TCFUSE_MODE=full TCFUSE_COMPILE_WAIT=1 tcf warm "$PROGS/fusechain" 2
+    local how want
+    declare -A wants=([return]=0 [exit]=3 [_exit]=4 [handler]=5 [fork]=0)
+    for how in return exit _exit handler fork; do
+        want=${wants[$how]}
+        base "$how.plain" "$PROGS/fusechain" 5 "$how"
+        [ "$status" = "$want" ]
+        TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 TCFUSE_COMPILE_WAIT=1 \
+            tcf "$how.full" timeout -k 1 20 "$PROGS/fusechain" 5 "$how"
+        [ "$status" = "$want" ] || { echo "$how: status $status"; cat "$T/$how.full.err"; return 1; }
+        same_text "$how: stdout" "$T/$how.plain.out" "$T/$how.full.out"
+        [ "$how" = _exit ] && continue
+        # the last mul and add, launched without a synchronize, follow the graph's key:
+        # held, and issued at exit, never lost
+        [ "$how" = return ] || [ "$how" = fork ] ||
+            expect_line "$T/$how.full.err" 'as issued .* 1 at exit'
+        [ "$(full_replayed "$T/$how.full.err")" -gt 0 ] || { cat "$T/$how.full.err"; return 1; }
+        same_work "$T/$how.plain.log" "$T/$how.full.log"
+    done
+}
