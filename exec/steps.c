@@ -52,16 +52,15 @@ void tcf_exec_init_beside(void)
                 tcf_cfg.fusion ? "the driver lacks an entry point" : "TCFUSE_FUSION=0");
         return;
     }
-    if (tcf_fkern_start() != 0) {
-        tcf_log(TCF_LOG_WARN, "full mode: no worker thread could be started; nothing is fused");
-        return;
-    }
-    atomic_store(&tcf_beside, 1);
+    atomic_store(&tcf_beside, 1);   /* the worker is made at the first plan (worker.c) */
 }
 
 int tcf_exec_steps_on(void)
 {
-    return atomic_load_explicit(&tcf_beside, memory_order_relaxed) && !tcf_fkern_absent();
+    if (!atomic_load_explicit(&tcf_beside, memory_order_relaxed))
+        return 0;
+    tcf_fkern_begin();
+    return !tcf_fkern_absent();
 }
 
 void tcf_steps_free(tcf_steps_t *s)

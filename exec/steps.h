@@ -50,7 +50,8 @@ typedef struct {
 } tcf_steps_t;
 
 /* Whether exec can plan windows for replay (its worker runs, NVRTC was not found absent,
- * TCFUSE_FUSION is on, exit has not begun). */
+ * TCFUSE_FUSION is on, exit has not begun). The first call makes the worker: not sooner,
+ * for a process that forks before its first kernel (exec/worker.c). */
 int tcf_exec_steps_on(void);
 /* Plans w's node events (launches, memsets, copies) into s (reused from call to call;
  * tcf_steps_free releases it). learn 1: the window ran as issued (a kernel the disk cache
