@@ -122,11 +122,9 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
                 full = p;
             } else if (tcf_rplan_fill(p, w, sigs, n) == 0) {
                 p->state = TCF_RP_BUILDING;
-                if (tcf_cfg.replay_sync) {
-                    p->built_sync = 1;
+                if (tcf_cfg.replay_sync || tcf_rworker_enqueue(p) != 0) {
+                    p->built_sync = 1;   /* (no worker thread: made here) */
                     build = p;
-                } else {
-                    tcf_rworker_enqueue(p);
                 }
             }
         }
@@ -139,11 +137,9 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
             full->state = TCF_RP_COUNTING;
             if (r > 0)
                 atomic_fetch_add_explicit(&tcf_rctr.full_waiting, 1, memory_order_relaxed);
-        } else if (tcf_cfg.replay_sync) {
+        } else if (tcf_cfg.replay_sync || tcf_rworker_enqueue(full) != 0) {
             full->built_sync = 1;
             build = full;
-        } else {
-            tcf_rworker_enqueue(full);
         }
         pthread_mutex_unlock(&tcf_rplan_lock);
     }

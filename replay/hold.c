@@ -425,10 +425,6 @@ void tcf_replay_init(void)
         tcf_log(TCF_LOG_WARN, "graph mode: the driver lacks the graph API; nothing is held");
         return;
     }
-    if (tcf_rworker_start() != 0) {
-        tcf_log(TCF_LOG_WARN, "graph mode: no worker thread could be started; nothing is held");
-        return;
-    }
     pthread_atfork(NULL, NULL, tcf_rfork_child);
     atomic_store(&tcf_ron, 1);
 }

@@ -247,9 +247,9 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
 void tcf_rfull_stats_print(void);
 
 /* --- the worker (worker.c) ----------------------------------------------------------- */
-int  tcf_rworker_start(void);
-/* Queues p (lock held) for instantiation. */
-void tcf_rworker_enqueue(tcf_rplan_t *p);
+/* Queues p (lock held) for instantiation, making the worker for the first one. 0, or -1
+ * when no worker thread could be made (the caller builds p itself). */
+int tcf_rworker_enqueue(tcf_rplan_t *p);
 /* Waits until the worker is out of any job (it takes none while a capture is under way). */
 void tcf_rworker_idle(void);
 /* At exit: waits for the job in hand, parks the worker, drops the queue. */
@@ -284,6 +284,7 @@ typedef struct {
                   issued_collision, issued_exit, issued_held_launches;
     atomic_ullong learned, learn_untracked, not_buildable;
     atomic_ullong built_bg, built_sync, updates, reinstantiated, evicted, patch_failed;
+    atomic_ullong no_worker;   /* graphs built on the application's thread: no worker */
     atomic_ullong gave_up[TCF_RG__COUNT];
     atomic_ullong not_held[TCF_RN__COUNT];
     atomic_ullong not_held_attr_id[32];

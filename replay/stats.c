@@ -60,10 +60,13 @@ void tcf_replay_stats_print(void)
     char m1[32], m2[32];
     tcf_mib(m1, sizeof m1, mem);
     tcf_mib(m2, sizeof m2, peak);
+    char nw[48] = "";
+    if (L(no_worker))
+        snprintf(nw, sizeof nw, " (%llu: no worker thread)", L(no_worker));
     tcf_out("  graphs        %llu made (%llu in the background, %llu on the application's "
-            "thread), %llu whole-graph updates, %llu re-instantiated, %llu evicted; %llu held, "
+            "thread%s), %llu whole-graph updates, %llu re-instantiated, %llu evicted; %llu held, "
             "~%s of device memory (peak ~%s)",
-            L(built_bg) + L(built_sync), L(built_bg), L(built_sync), L(updates),
+            L(built_bg) + L(built_sync), L(built_bg), L(built_sync), nw, L(updates),
             L(reinstantiated), L(evicted), (unsigned long long)graphs, m1, m2);
     tcf_out("  keys          %llu windows learned, %llu distinct keys: %llu with a graph, %llu "
             "building, %llu given up; %llu too short or not carriable%s",

@@ -3,6 +3,11 @@
  * ready its windows run as issued. Jobs are plans whose nodes and bytes were filled when
  * their key was learned; the queue lives under the plan table's lock.
  *
+ * It is made for the first graph to instantiate, not when graph mode starts: a process
+ * that forks before its first kernel has no thread of tcfuse's (Python warns about fork
+ * in a threaded process). When none can be made, graphs are instantiated on the thread
+ * that closes the window, as with TCFUSE_REPLAY_SYNC (counted: "no worker").
+ *
  * It takes no job while the application captures a stream of its own (an instantiation
  * inside a global-mode capture can invalidate it), and at exit it finishes the job in
  * hand and is parked, never joined, like fuse mode's worker. */
@@ -16,6 +21,7 @@ static pthread_cond_t tcf_rw_cond = PTHREAD_COND_INITIALIZER;  /* a job, or stop
 static pthread_cond_t tcf_rw_idle = PTHREAD_COND_INITIALIZER;  /* out of a job */
 static tcf_rplan_t *tcf_rw_head, *tcf_rw_tail;
 static int tcf_rw_started, tcf_rw_stop, tcf_rw_busy;           /* under tcf_rplan_lock */
+static int tcf_rw_failed;                                      /* no thread could be made */
 
 void tcf_rworker_build(tcf_rplan_t *p)
 {
@@ -69,33 +75,34 @@ static void *tcf_rworker_main(void *arg)
     return NULL;
 }
 
-int tcf_rworker_start(void)
+/* Makes the thread (tcf_rplan_lock held). 0, or -1 when none could be made. */
+static int tcf_rworker_spawn(void)
 {
     int rc = -1;
     pthread_attr_t attr;
-    pthread_mutex_lock(&tcf_rplan_lock);
-    if (tcf_rw_started) {
-        rc = 0;
-    } else if (pthread_attr_init(&attr) == 0) {
+    if (pthread_attr_init(&attr) == 0) {
         pthread_t t;
         sigset_t all, old;
         sigfillset(&all);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         /* The application's signals are its own threads' business. */
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        if (pthread_create(&t, &attr, tcf_rworker_main, NULL) == 0) {
+        if (!tcf_fault(TCF_FAULT_THREAD) && pthread_create(&t, &attr, tcf_rworker_main, NULL) == 0) {
             tcf_rw_started = 1;
             rc = 0;
         }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
     }
-    pthread_mutex_unlock(&tcf_rplan_lock);
     return rc;
 }
 
-void tcf_rworker_enqueue(tcf_rplan_t *p)
+int tcf_rworker_enqueue(tcf_rplan_t *p)
 {
+    if (!tcf_rw_started && (tcf_rw_failed || (tcf_rw_failed = tcf_rworker_spawn() != 0))) {
+        atomic_fetch_add(&tcf_rctr.no_worker, 1);
+        return -1;
+    }
     p->qnext = NULL;
     if (tcf_rw_tail)
         tcf_rw_tail->qnext = p;
@@ -103,6 +110,7 @@ void tcf_rworker_enqueue(tcf_rplan_t *p)
         tcf_rw_head = p;
     tcf_rw_tail = p;
     pthread_cond_signal(&tcf_rw_cond);
+    return 0;
 }
 
 void tcf_rworker_idle(void)

@@ -221,6 +221,10 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     [ "$(replayed "$T/f-update.graph.err")" = 10 ]
     inj=$(stats_line "$T/f-update.graph.err" faults)
     [[ $inj =~ graph_update\ 10\ of\ 10 ]] || { echo "$inj"; false; }
+    # no worker thread (it is made for the first graph): graphs made on the application's
+    replay_vs_eager f-thread TCFUSE_FAULT=thread -- loop 8
+    expect_line "$T/f-thread.graph.err" 'graphs +2 made \(0 in the background, 2 on the application.s thread \(2: no worker thread\)\)'
+    [ "$(replayed "$T/f-thread.graph.err")" -gt 0 ]
 }
 
 @test "graph: a key whose graph runs are not faster than its runs as issued is given up" {
