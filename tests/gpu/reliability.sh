@@ -11,7 +11,8 @@
 #                chains), plain and in each of CONC_MODES: outputs bitwise equal to plain
 #   forks        forks.cu and forks.py: children forked before CUDA starts that use it,
 #                children forked after it started (which cannot), a DataLoader's forked
-#                workers while fuse mode compiles: same status and (sorted) output as plain
+#                workers while fuse mode compiles: same status and (sorted) output as plain,
+#                in observe, fuse, graph and full mode
 #   exits        exits.py with a window holding launches (fuse mode, warm cache,
 #                TCFUSE_HOLD_ALL=1) ending by return, an atexit handler that reads the
 #                result, a Python signal handler, exit() as a C signal handler, os._exit,
@@ -21,7 +22,8 @@
 # The modes the concurrency suite runs besides plain, each "NAME VAR=VALUE...". Graph
 # replay and the full mode join this list when TCFUSE_MODE accepts them.
 CONC_MODES=("observe TCFUSE_MODE=observe" "fuse TCFUSE_MODE=fuse"
-            "fuse-hold TCFUSE_MODE=fuse TCFUSE_HOLD_ALL=1")
+            "fuse-hold TCFUSE_MODE=fuse TCFUSE_HOLD_ALL=1" "graph TCFUSE_MODE=graph"
+            "full TCFUSE_MODE=full")
 
 if want concurrency; then build_bin concurrency tests/gpu/concurrency.cu & fi
 if want forks; then build_bin forks tests/gpu/forks.cu & fi
@@ -171,7 +173,7 @@ fork_compare() {
         FORK_BAD+="$name: the plain run failed (rc $rc0: $(last_line "$LOGS/$name.plain.log")); "
         return
     fi
-    for m in observe fuse; do
+    for m in $FORK_MODES; do
         fork_lines "$LOGS/$name.$m.log" >"$WORK/res/$name.$m.txt"
         rc=$(sed -n 's/^# rc=\([0-9]*\).*/\1/p' "$LOGS/$name.$m.log")
         if [[ $rc != "$rc0" ]]; then FORK_BAD+="$name $m: rc $rc, plain $rc0; "
@@ -180,13 +182,14 @@ fork_compare() {
     done
 }
 
+FORK_MODES="observe fuse graph full"
 suite_forks() {
     FORK_BAD="" FORK_OK=0
     local mode m
     if need_bin forks; then
         for mode in before after; do
             run_cmd "forks.c.$mode.plain" 60 -- "$WORK/bin/forks" "$mode"
-            for m in observe fuse; do
+            for m in $FORK_MODES; do
                 run_cmd "forks.c.$mode.$m" 60 LD_PRELOAD="$LIB" TCFUSE_MODE=$m TCFUSE_STATS=1 \
                     TCFUSE_CACHE_DIR="$WORK/forks-cache.$mode" -- "$WORK/bin/forks" "$mode"
             done
@@ -197,14 +200,14 @@ suite_forks() {
     fi
     for mode in before after loader; do
         run_cmd "forks.py.$mode.plain" 90 -- "$PY" tests/gpu/forks.py "$mode"
-        for m in observe fuse; do
+        for m in $FORK_MODES; do
             rm -rf "$WORK/forks-cache.py.$mode"  # empty: the worker compiles when `after` forks
             run_cmd "forks.py.$mode.$m" 90 LD_PRELOAD="$LIB" TCFUSE_MODE=$m TCFUSE_STATS=1 \
                 TCFUSE_CACHE_DIR="$WORK/forks-cache.py.$mode" -- "$PY" tests/gpu/forks.py "$mode"
         done
         fork_compare "forks.py.$mode"
     done
-    if [[ -z $FORK_BAD ]]; then report PASS "$FORK_OK runs (C before/after, Python before/after/DataLoader; observe, fuse) end as plain does"
+    if [[ -z $FORK_BAD ]]; then report PASS "$FORK_OK runs (C before/after, Python before/after/DataLoader; $FORK_MODES) end as plain does"
     else report FAIL "${FORK_BAD%; } ($FORK_OK as plain)"; fi
 }
 
