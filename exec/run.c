@@ -72,7 +72,7 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
     (void)reason;
     if (!w->nheld && !w->ndec)
         return;
-    uint32_t was_held = w->nheld, nfused = 0;
+    uint32_t was_held = w->nheld, nfused = 0;   /* groups run fused (or tried) */
     if (was_held)
         atomic_fetch_add(&tcf_xctr.flushes, 1);
     CUcontext cur = NULL;
@@ -176,8 +176,8 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
                     rc = tcf_drv.launch_kernel(fn[grp], grid[0], grid[1], grid[2], block[0],
                                                block[1], block[2], 0,
                                                (CUstream)(uintptr_t)e->stream, kp, NULL);
+                nfused++;   /* tried: a failed launch is not the hold's fault */
                 if (rc == CUDA_SUCCESS) {
-                    nfused++;
                     for (uint8_t j = 0; j < G->nitems; j++)
                         atomic_fetch_add_explicit(&w->ev[from + G->items[j]].u.l.k->fused, 1,
                                                   memory_order_relaxed);

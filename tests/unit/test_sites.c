@@ -1,6 +1,6 @@
 /* Hold sites (exec/sites.c): a place is held until its held windows fused nothing twice in
  * a row, then passed, re-checked after 16, 32, ... passes (at most 1024) and after the
- * kernel table changed; one fused window makes it held again. Places are told apart by
+ * kernel table changed; one fused window makes it held for good. Places are told apart by
  * the event before the starting kernel and by the stream. */
 #include <stdint.h>
 #include <string.h>
@@ -82,6 +82,16 @@ TEST(new_kernels_recheck_at_once)
     CHECK_EQ_INT(tcf_site_hold(s), TCF_SITE_PASS);
 }
 
+TEST(fused_once_held_for_good)
+{
+    uint64_t s = 0x2222333344445004ull;
+    tcf_site_done(s, 0);
+    tcf_site_done(s, 1);                                  /* fused: held from now on */
+    for (int i = 0; i < 10; i++)
+        tcf_site_done(s, 0);                              /* vain holds now and then */
+    CHECK_EQ_INT(tcf_site_hold(s), TCF_SITE_HOLD);
+}
+
 TEST(another_site_in_the_slot_is_not_it)
 {
     uint64_t s = 0x5555666677778003ull, t = s ^ (0x123ull << 44);  /* same slot, other tag */
@@ -89,10 +99,12 @@ TEST(another_site_in_the_slot_is_not_it)
     tcf_site_done(s, 0);
     CHECK_EQ_INT(tcf_site_hold(s), TCF_SITE_PASS);
     CHECK_EQ_INT(tcf_site_hold(t), TCF_SITE_HOLD);        /* t was never held in vain */
-    tcf_site_done(t, 1);                                  /* t fused: s's slot untouched */
-    CHECK_EQ_INT(tcf_site_hold(s), TCF_SITE_PASS);
-    tcf_site_done(t, 0);                                  /* t in vain takes the slot */
+    tcf_site_done(t, 1);                                  /* t fused: t takes the slot */
     CHECK_EQ_INT(tcf_site_hold(s), TCF_SITE_HOLD);        /* s forgotten: held again */
+    tcf_site_done(s, 0);
+    tcf_site_done(s, 0);                                  /* s in vain takes it back */
+    CHECK_EQ_INT(tcf_site_hold(s), TCF_SITE_PASS);
+    CHECK_EQ_INT(tcf_site_hold(t), TCF_SITE_HOLD);        /* t unknown: held */
 }
 
 int main(void)
@@ -100,6 +112,7 @@ int main(void)
     RUN(keys_tell_places_apart);
     RUN(vain_twice_then_passed_and_rechecked);
     RUN(new_kernels_recheck_at_once);
+    RUN(fused_once_held_for_good);
     RUN(another_site_in_the_slot_is_not_it);
     return check_main_end();
 }
