@@ -4,10 +4,11 @@
  * (starts.c). That kernel may start a fusable chain in one place of the program and sit
  * alone between two GEMMs in another: there the held window fuses nothing, and the GPU
  * waited for the host for nothing (on a host-bound program, every iteration; the libtorch
- * C++ block on the H100 held 16 windows an iteration that fused nothing, against 21 that
- * fused). So the decision to hold is remembered per site: the starting kernel with the
- * event that came before it on its stream (the previous launch's kernel, or the kind of the
- * previous event, or none after a boundary), which tells the places of one kernel apart.
+ * C++ block on the H100 held 198 windows in 25 iterations that fused nothing, beside 397
+ * that fused; with this policy 8). So the decision to hold is remembered per site: the
+ * starting kernel with the event that came before it on its stream (the previous launch's
+ * kernel, or the kind of the previous event, or none after a boundary), and the stream,
+ * which tells the places of one kernel apart.
  *
  * A site whose held windows fused nothing TCF_SITE_VAIN times in a row, and never fused,
  * is passed: its launches go out at once, kept in the window to learn from as before. It
