@@ -15,6 +15,12 @@
  *   outermost dim undivided: cheap beside the memory traffic the kernel waits on, where a
  *   source per shape would compile and verify once per shape.
  *
+ * A cat (op.h) has no functor: a one-input cat is its input; a two-input one picks
+ * `e % P < T ? in0 : in1` by the element's index e (P and T are its scalars, so the text
+ * serves every shape). A buffer only such cats read comes into tcf_elem as a pointer and
+ * is read in the branch that picks it: outside its range its view lies over another
+ * tensor's bytes, or none. Such groups are N-d and unpacked (the planner sees to it).
+ *
  * Buffers: a buffer read before any op of the group writes it is loaded once per element;
  * a read after an op wrote it takes that op's value (eager would have loaded what it
  * stored); the last writer's value is stored. Elementwise, so in-place chains are exact. */
@@ -55,7 +61,14 @@ void tcf_codegen_put(tcf_codegen_sb_t *b, const char *fmt, ...)
 typedef struct {
     int loaded[TCF_GROUP_MAX_BUFS];   /* read before any op of the group writes it */
     int writer[TCF_GROUP_MAX_BUFS];   /* last op that writes it, or -1 */
+    /* loaded, and only ever as a two-input cat's input: it comes in as a pointer, read
+     * where the cat picks it (outside its range it may be another tensor's bytes, or
+     * none at all) */
+    int guarded[TCF_GROUP_MAX_BUFS];
+    int cat2;                         /* a two-input cat: tcf_elem takes the index e */
 } tcf_codegen_io_t;
+
+static int tcf_codegen_cat2(const tcf_gop_t *op) { return op->kind == TCF_OP_CAT && op->nin == 2; }
 
 /* 0 when g is well formed (every source earlier, dtypes agreeing along every edge, every
  * index in range, every op one gen_math.c knows); fills io. */
@@ -65,16 +78,23 @@ static int tcf_codegen_check(const tcf_group_t *g, tcf_codegen_io_t *io)
         g->nbufs > TCF_GROUP_MAX_BUFS || g->nscalars > TCF_GROUP_MAX_SCALARS ||
         !g->vec || g->vec > 16 || (g->vec & (g->vec - 1)) || g->ndim > TCF_OP_MAX_DIMS)
         return -1;
+    int plain[TCF_GROUP_MAX_BUFS];
+    io->cat2 = 0;
     for (unsigned b = 0; b < g->nbufs; b++) {
         if (!tcf_codegen_ctype(g->buf_dt[b]))
             return -1;
         io->loaded[b] = 0;
         io->writer[b] = -1;
+        plain[b] = 0;
     }
     for (unsigned k = 0; k < g->nops; k++) {
         const tcf_gop_t *op = &g->ops[k];
         if (tcf_codegen_op_check(op))
             return -1;
+        /* a two-input cat indexes the N-d space element by element (its loads are) */
+        if (tcf_codegen_cat2(op) && (!g->ndim || g->vec != 1))
+            return -1;
+        io->cat2 |= tcf_codegen_cat2(op);
         for (unsigned i = 0; i < op->nin; i++) {
             unsigned s = op->in_src[i], j = s & ~(unsigned)TCF_SRC_OP;
             tcf_dtype_t d;
@@ -87,7 +107,7 @@ static int tcf_codegen_check(const tcf_group_t *g, tcf_codegen_io_t *io)
                     return -1;
                 d = g->buf_dt[s];
                 if (io->writer[s] < 0)
-                    io->loaded[s] = 1;
+                    io->loaded[s] = 1, plain[s] |= !tcf_codegen_cat2(op);
             }
             if (op->in_dt[i] != d)
                 return -1;              /* eager loaded what was stored, as stored */
@@ -101,6 +121,8 @@ static int tcf_codegen_check(const tcf_group_t *g, tcf_codegen_io_t *io)
             io->writer[op->out_buf] = (int)k;
         }
     }
+    for (unsigned b = 0; b < g->nbufs; b++)
+        io->guarded[b] = io->loaded[b] && !plain[b];
     /* a buffer broadcast along dim 0 is loaded once for a whole pack: never stored */
     for (unsigned b = 0; g->ndim && g->vec > 1 && b < TCF_GROUP_MAX_BUFS; b++)
         if ((g->bcast0 >> b & 1) && (b >= g->nbufs || io->writer[b] >= 0))
@@ -151,7 +173,7 @@ int tcf_codegen_op_call(char *res, size_t cap, const tcf_gop_t *op, unsigned k,
 int tcf_codegen_moves(tcf_op_kind_t k)
 {
     return k == TCF_OP_NEG || k == TCF_OP_ABS || k == TCF_OP_CLAMP || k == TCF_OP_WHERE ||
-           k == TCF_OP_CAST;
+           k == TCF_OP_CAST || k == TCF_OP_CAT;
 }
 
 /* tcf_elem: the chain for one element. Loaded buffers come in by value (l<b>), stored
@@ -160,9 +182,12 @@ static void tcf_codegen_elem(tcf_codegen_sb_t *b, const tcf_group_t *g, const tc
 {
     int wsofar[TCF_GROUP_MAX_BUFS];
     char arg[3][16];
-    tcf_codegen_put(b, "__forceinline__ void tcf_elem(const tcf_args &a");
+    tcf_codegen_put(b, "__forceinline__ void tcf_elem(const tcf_args &a%s",
+                    io->cat2 ? ", const unsigned e" : "");
     for (unsigned u = 0; u < g->nbufs; u++) {
-        if (io->loaded[u])
+        if (io->guarded[u])
+            tcf_codegen_put(b, ", const %s *g%u", tcf_codegen_ctype(g->buf_dt[u]), u);
+        else if (io->loaded[u])
             tcf_codegen_put(b, ", %s l%u", tcf_codegen_ctype(g->buf_dt[u]), u);
         if (io->writer[u] >= 0)
             tcf_codegen_put(b, ", %s &o%u", tcf_codegen_ctype(g->buf_dt[u]), u);
@@ -185,10 +210,17 @@ static void tcf_codegen_elem(tcf_codegen_sb_t *b, const tcf_group_t *g, const tc
             else if (wsofar[s] >= 0)
                 snprintf(arg[i], sizeof arg[i], "t%d", wsofar[s]);
             else
-                snprintf(arg[i], sizeof arg[i], "l%u", s);
+                snprintf(arg[i], sizeof arg[i], io->guarded[s] ? "(*g%u)" : "l%u", s);
             src[i] = arg[i];
         }
-        if (tcf_codegen_op_call(res, sizeof res, op, k, src, "a.s") < 0) {
+        if (op->kind == TCF_OP_CAT) {
+            /* in[0] while e % P < T, else in[1] (op.h); the other is never evaluated */
+            if (op->nin == 2)
+                snprintf(res, sizeof res, "e %% a.s[%u] < a.s[%u] ? %s : %s",
+                         op->scalar_arg[0], op->scalar_arg[1], src[0], src[1]);
+            else
+                snprintf(res, sizeof res, "%s", src[0]);
+        } else if (tcf_codegen_op_call(res, sizeof res, op, k, src, "a.s") < 0) {
             b->bad = 1;
             break;
         }
@@ -306,10 +338,12 @@ static void tcf_codegen_kernel_nd(tcf_codegen_sb_t *b, const tcf_group_t *g,
         tcf_codegen_put(b, d + 1 < nd ? "      r = q; }\n" : "    }\n");
     }
     if (v == 1) {
-        tcf_codegen_put(b, "    tcf_elem(a.c");
+        tcf_codegen_put(b, "    tcf_elem(a.c%s", io->cat2 ? ", i" : "");
         for (unsigned u = 0; u < g->nbufs; u++) {
             const char *ct = tcf_codegen_ctype(g->buf_dt[u]);
-            if (io->loaded[u])
+            if (io->guarded[u])
+                tcf_codegen_put(b, ", (const %s *)(B%u + o%u)", ct, u, u);
+            else if (io->loaded[u])
                 tcf_codegen_put(b, ", *(const %s *)(B%u + o%u)", ct, u, u);
             if (io->writer[u] >= 0)
                 tcf_codegen_put(b, ", *(%s *)(B%u + o%u)", ct, u, u);

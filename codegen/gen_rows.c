@@ -73,6 +73,8 @@ static int tcf_rows_check(const tcf_group_t *g, tcf_rows_io_t *io)
     }
     for (unsigned k = 0; k < g->nops; k++) {
         const tcf_gop_t *op = &g->ops[k];
+        if (op->kind == TCF_OP_CAT)
+            return -1;   /* the planner keeps cats out of row groups (fuser.h) */
         int row = tcf_rows_rowval(g, io, k);
         if (k != io->R && tcf_codegen_op_check(op))
             return -1;

@@ -22,11 +22,21 @@
  *   CMP_SCALAR in[0] <mode> s[0] -> bool; s[0] is in T, as the kernel holds it.
  *   WHERE      in[0] (bool) ? in[1] : in[2].
  *   ADDCMUL    in[0] + s[0]*(in[1]*in[2]).
- *   CAST       in[0] converted to out_dt. */
+ *   CAST       in[0] converted to out_dt.
+ *   CAT        torch.cat's copy (recognize/decode_cat.c): over the output slice one launch
+ *              writes, out = in[0] where the coordinate along dim cat_dim is below
+ *              cat_lo[1], else in[1] (nin 2); out = in[0] (nin 1: every other input of
+ *              the launch was empty). Bits move as they are: the dtype says only the
+ *              element's size. in[i] is a view over the whole space whose base is
+ *              shifted back by cat_lo[i] along cat_dim, so that it is read at the same
+ *              coordinates as the output; only [cat_lo[i], cat_lo[i] + cat_len[i]) is
+ *              read. With nin 2, s[0] and s[1] hold raw bits (dt NONE): P, the elements
+ *              one step of cat_dim spans times its size, and T = cat_lo[1] times the
+ *              elements of one step: element e reads in[0] when e % P < T. */
 #define TCF_OP_KINDS(X)                                                                    \
     X(NONE) X(ADD) X(MUL) X(DIV) X(NEG) X(RECIPROCAL) X(EXP) X(LOG) X(TANH) X(SIGMOID)    \
     X(SILU) X(RELU) X(CLAMP) X(GELU_TANH) X(GELU_ERF) X(POW2) X(POW3) X(POWM2) X(POW)     \
-    X(SQRT) X(RSQRT) X(ABS) X(CMP_SCALAR) X(WHERE) X(ADDCMUL) X(CAST)
+    X(SQRT) X(RSQRT) X(ABS) X(CMP_SCALAR) X(WHERE) X(ADDCMUL) X(CAST) X(CAT)
 
 typedef enum {
 #define TCF_OP_ENUM_(id) TCF_OP_##id,
@@ -52,8 +62,10 @@ static inline unsigned tcf_dtype_size(tcf_dtype_t d)
  * non-contiguous path: an OffsetCalculator gives each operand's offset per element, a
  * broadcast dimension has stride 0); STRIDED_CAST: the same from gpu_kernel_impl, where
  * the memory dtypes differ from the functor's and an int8 ScalarType array says each. */
+/* CAT: one of Shape.cu's CatArrayBatchedCopy kernels (recognize/decode_cat.c); its op is
+ * N-d like a strided one (it.ndim >= 1). */
 typedef enum { TCF_LOOP_VEC = 1, TCF_LOOP_UNROLLED, TCF_LOOP_CAST, TCF_LOOP_STRIDED,
-               TCF_LOOP_STRIDED_CAST } tcf_loop_t;
+               TCF_LOOP_STRIDED_CAST, TCF_LOOP_CAT } tcf_loop_t;
 
 /* The iteration space of a strided loop, as its OffsetCalculator holds it: element e is
  * decomposed innermost dimension first (dim 0), e = i0 + size[0]*(i1 + size[1]*(...)), and
@@ -114,6 +126,10 @@ typedef struct tcf_op_s {
     uint64_t      out, in[3];        /* device pointers, as passed */
     tcf_scalar_t  s[2];
     tcf_iter_t    it;                /* STRIDED loops; ndim 0 for the contiguous ones */
+    /* CAT only: the dim of it along which inputs follow each other, and each input's
+     * range along it (in[i]'s first real byte is in[i] + cat_lo[i] * its stride there) */
+    uint8_t       cat_dim;
+    uint32_t      cat_lo[2], cat_len[2];
 } tcf_op_t;
 
 #endif

@@ -124,8 +124,12 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
 {
     if (!tcf_holding)
         return 0;
-    if (tcf_fkern_absent()) {  /* no NVRTC: nothing can be fused, all runs as issued */
-        atomic_fetch_add_explicit(&tcf_xctr.no_nvrtc, 1, memory_order_relaxed);
+    tcf_fkern_begin();
+    int absent = tcf_fkern_absent();
+    if (absent) {  /* no NVRTC or no worker: nothing can be fused, all runs as issued */
+        atomic_fetch_add_explicit(absent == TCF_ABSENT_NVRTC ? &tcf_xctr.no_nvrtc
+                                                             : &tcf_xctr.no_worker,
+                                  1, memory_order_relaxed);
         tcf_flush_held(NULL, "other-work");
         return 0;
     }
@@ -255,11 +259,7 @@ void tcf_exec_init(void)
                 tcf_cfg.fusion ? "the driver lacks an entry point" : "TCFUSE_FUSION=0");
         return;
     }
-    if (tcf_fkern_start() != 0) {
-        tcf_log(TCF_LOG_WARN, "fuse mode: no worker thread could be started; nothing is held");
-        return;
-    }
-    tcf_holding = 1;
+    tcf_holding = 1;  /* the worker is made at the first launch (worker.c says why) */
 }
 
 /* In a child forked after fuse mode started: the worker is not there (threads do not

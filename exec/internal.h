@@ -32,7 +32,8 @@
 /* Parameter bytes kept of a decoded launch: the contiguous loops take up to 64, the
  * strided one 8 + the closure (536, 648, 656 and 752 bytes recorded: its OffsetCalculator
  * alone is 304 + 100 NT). */
-#define TCF_PARAMS_MAX 1088   /* and a reduce_kernel's ReduceOp: 1040 or 1048 */
+#define TCF_PARAMS_MAX 3440   /* a reduce_kernel's ReduceOp: 1040 or 1048; a cat's
+                               * metadata by value: 3440 (<64, 64>) or 2768 (<128, 1>) */
 
 /* One launch a group replaces, kept so that the worker can re-run it on scratch memory. */
 typedef struct {
@@ -158,15 +159,18 @@ tcf_site_decision_t tcf_site_hold(uint64_t site);
 void tcf_site_done(uint64_t site, int fused);
 
 /* --- the worker (worker.c) ----------------------------------------------------------- */
-/* Starts the worker, which opens NVRTC and the disk cache at once. 0, or -1 when no
- * thread could be made (then nothing is fused). */
-int tcf_fkern_start(void);
-/* Whether the worker found no NVRTC (then nothing is decoded). While it is still opening
- * NVRTC, launches are decoded and chains learned as usual: their jobs wait in the queue. */
+/* Makes the worker, once (the first kernel launch calls it: worker.c says why not
+ * sooner); it opens NVRTC and the disk cache at once. Cheap when done. */
+void tcf_fkern_begin(void);
+/* Whether nothing can be fused (then nothing is decoded): TCF_ABSENT_NVRTC, the worker
+ * found no NVRTC; TCF_ABSENT_WORKER, no worker thread could be made; else 0. While the
+ * worker opens NVRTC, launches are decoded and chains learned as usual: their jobs wait
+ * in the queue. */
+enum { TCF_ABSENT_NVRTC = 1, TCF_ABSENT_WORKER };
 int tcf_fkern_absent(void);
 /* Stops the worker (at exit): waits for the job in hand, parks it, drops the rest. */
 void tcf_fkern_stop(void);
-/* Queues e's job (lock held). */
+/* Queues e's job (lock held); with no worker e is marked bad at once. */
 void tcf_worker_enqueue(tcf_fkern_t *e);
 /* Waits until e is no longer pending or the worker stops (lock held: TCFUSE_COMPILE_WAIT). */
 void tcf_worker_wait(tcf_fkern_t *e);
@@ -212,6 +216,7 @@ typedef struct {
     atomic_ullong learn_skipped;           /* such chains planned before in vain and not
                                             * again (vain.c) */
     atomic_ullong no_nvrtc;                /* launches not decoded: no NVRTC was found */
+    atomic_ullong no_worker;               /* launches not decoded: no worker thread */
     atomic_ullong holds_vain;              /* held windows whose flush fused nothing */
     atomic_ullong site_passed;             /* would-be holds passed: their site's held
                                             * windows fused nothing (sites.c) */

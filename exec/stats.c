@@ -18,9 +18,11 @@ static void tcf_fuse_refusals(char *line, size_t cap)
             len += (size_t)snprintf(line + len, cap - len, "%s%s %lu", len ? ", " : "",
                                     tcf_decode_reason((tcf_decode_status_t)s), c);
     }
-    unsigned long long nn = atomic_load(&tcf_xctr.no_nvrtc);
+    unsigned long long nn = atomic_load(&tcf_xctr.no_nvrtc), nw = atomic_load(&tcf_xctr.no_worker);
     if (nn && len < cap)
-        snprintf(line + len, cap - len, "%sno NVRTC %llu", len ? ", " : "", nn);
+        len += (size_t)snprintf(line + len, cap - len, "%sno NVRTC %llu", len ? ", " : "", nn);
+    if (nw && len < cap)
+        snprintf(line + len, cap - len, "%sno worker %llu", len ? ", " : "", nw);
 }
 
 /* Per kernel family: launches, decoded, fused, and the reason the most launches of the
@@ -49,13 +51,14 @@ static void tcf_exec_families_print(void)
                 best = j;
         if (best < 0)
             break;
-        int why = 0;
+        int why = 0;   /* a refusal; launches of kernels that decode (left when nothing can be
+                        * fused: no NVRTC, no worker) name none */
         for (int r = 1; r < TCF_DECODE_NSTATUS; r++)
-            if (f[best].why[r] > f[best].why[why])
+            if (f[best].why[r] && (!why || f[best].why[r] > f[best].why[why]))
                 why = r;
         tcf_out("    %-20s %9llu %9llu %9llu%s%s", tcf_family_name((tcf_family_t)best),
-                f[best].launches, f[best].decoded, f[best].fused, f[best].why[why] ? "  " : "",
-                f[best].why[why] ? tcf_decode_reason((tcf_decode_status_t)why) : "");
+                f[best].launches, f[best].decoded, f[best].fused, why ? "  " : "",
+                why ? tcf_decode_reason((tcf_decode_status_t)why) : "");
         f[best].launches = 0;
     }
 }

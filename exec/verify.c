@@ -275,8 +275,26 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
                 memset(o.params + o.pbytes - 6, 0, 2);
             }
         }
+        /* The unused entries of its OffsetCalculators (a strided loop's, a ReduceOp's input
+         * and output calculators) are stack garbage, old pointers among them: seen on the
+         * hand softmax and LayerNorm's row groups as verify_unable. Zeroed too. */
+        if (o.is_red) {
+            const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
+            if (rk->span == o.pbytes) {
+                tcf_decode_offset_calc_clear(o.params + rk->icalc_off, o.pbytes - rk->icalc_off, 1);
+                tcf_decode_offset_calc_clear(o.params + rk->ocalc_off, o.pbytes - rk->ocalc_off, 2);
+            }
+        } else if (from) {
+            tcf_decode_offset_calc_clear(o.params + 8, o.pbytes - 8, 1u + o.op.nin);
+        }
+        /* A cat's pointers sit in its metadata, the inputs' at their real first element
+         * (the op holds its views' bases, shifted back along the cat dim): rewritten
+         * whole, with the smaller problem's sizes, below. */
+        int cat = o.op.kind == TCF_OP_CAT;
+        if (cat)
+            from = 8;
         /* Pointers sit in the data array; N is parameter 0 (int) in every loop decoded. */
-        for (uint32_t at = from; at + 8 <= o.pbytes; at += 8) {
+        for (uint32_t at = from; !cat && at + 8 <= o.pbytes; at += 8) {
             uint64_t v;
             memcpy(&v, o.params + at, 8);
             for (uint32_t i = 0; i < na; i++)
@@ -288,7 +306,20 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         }
         /* N, and a strided original's dims with their IntDividers: the same elements'
          * first corner, as the generated kernel runs it (a row group runs whole) */
-        if (!job->g.red && tcf_decode_resize(o.params, o.pbytes, &o.op, p->opn[j], p->opsize[j])) {
+        if (cat) {
+            uint64_t sin[2] = { 0, 0 }, sout = 0;
+            for (uint32_t i = 0; i < na; i++) {
+                uint64_t at = base + rbase[i] + off[i];
+                sout = addr[i].addr == o.op.out ? at : sout;
+                for (unsigned q = 0; q < o.op.nin && q < 2; q++)
+                    sin[q] = addr[i].addr == o.op.in[q] ? at : sin[q];
+            }
+            if (job->g.red || !sout || !sin[0] || (o.op.nin > 1 && !sin[1]) ||
+                tcf_decode_cat_resize(o.params, o.pbytes, &o.op, p->opsize[j], sout, sin)) {
+                snprintf(why, cap, "cannot size a cat for %u elements", p->opn[j]);
+                goto done;
+            }
+        } else if (!job->g.red && tcf_decode_resize(o.params, o.pbytes, &o.op, p->opn[j], p->opsize[j])) {
             snprintf(why, cap, "cannot size an original for %u elements", p->opn[j]);
             goto done;
         }
@@ -299,8 +330,8 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         for (uint32_t q = 32; q <= (1u << 20) && !bw; q <<= 1)
             if ((o.op.n + q - 1) / q == o.grid[0])
                 bw = q;
-        if (job->g.red)
-            ;   /* whole: the grid it was launched with */
+        if (job->g.red || cat)
+            ;   /* whole: the grid it was launched with (a cat's strides over any) */
         else if (!bw || o.grid[1] != 1 || o.grid[2] != 1) {
             snprintf(why, cap, "cannot size an original's grid for %u elements", p->opn[j]);
             goto done;

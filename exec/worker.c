@@ -3,14 +3,14 @@
  * verify.c) before anything uses it. Jobs come from the kernel table (table.c) through a
  * queue under the table's lock.
  *
- * The worker's life: started when fuse mode starts (the process's first driver call, long
- * before its first kernel). It opens NVRTC (with tcf_exec_stop as NVRTC's exit hook:
- * codegen/nvrtc.c says why) and the disk cache when its first job comes, not before: that
- * is after the program's own first kernels, and a program that forks before it uses CUDA
- * (PyTorch's import, then os.fork) must leave its child a process without NVRTC loaded,
- * or the child's driver refuses to initialize (seen on the H100 with CUDA 13's NVRTC);
- * a process that never launches a kernel tcfuse can hold never pays for NVRTC at all.
- * At exit it is parked, not joined,
+ * The worker's life: made at the program's first kernel launch, it opens NVRTC (with
+ * tcf_exec_stop as NVRTC's exit hook: codegen/nvrtc.c says why) and the disk cache at
+ * once, so that a warm cache serves the first chains. Not before: a program that forks
+ * before it uses CUDA (PyTorch's import, then os.fork) must leave its child a process
+ * without NVRTC loaded, or the child's driver refuses to initialize (seen on the H100
+ * with CUDA 13's NVRTC), and without a thread of ours (Python warns about fork in a
+ * threaded process); a process that never launches a kernel pays for neither. (A child
+ * forked after CUDA started cannot use CUDA anyway.) At exit it is parked, not joined,
  * once it is out of any job: exit then ends it with the process. (So a program that ends
  * its main thread with pthread_exit and waits for every other thread would wait for it
  * too, as it would for any thread blocked for good.) */
@@ -31,6 +31,8 @@ static int tcf_worker_started, tcf_worker_stop, tcf_worker_busy;  /* under tcf_f
 static int tcf_worker_arch;  /* the worker's: the architecture of its last job's context */
 static atomic_int tcf_worker_warm;  /* NVRTC and the cache were opened (or found absent) */
 static atomic_int tcf_have_nvrtc, tcf_have_cache;
+static atomic_int tcf_worker_none;  /* no thread could be made: nothing is held */
+static atomic_int tcf_worker_begun; /* tcf_fkern_begin made it, or tried */
 #define TCF_STOP_WAIT_S 5   /* at exit, the longest wait for the job in hand */
 
 int tcf_arch_of(CUcontext ctx)
@@ -46,7 +48,7 @@ int tcf_arch_of(CUcontext ctx)
     return major * 10 + minor;
 }
 
-/* Before the worker's first job. */
+/* The worker's first act. */
 static void tcf_worker_open(void)
 {
     char err[256];
@@ -209,6 +211,7 @@ static tcf_fkern_t *tcf_q_take(int arch)
 static void *tcf_worker_main(void *arg)
 {
     (void)arg;
+    tcf_worker_open();
     pthread_mutex_lock(&tcf_fk_lock);
     for (;;) {
         tcf_worker_busy = 0;
@@ -220,8 +223,6 @@ static void *tcf_worker_main(void *arg)
         if (tcf_worker_stop)
             continue;  /* exiting: queued jobs are dropped */
         pthread_mutex_unlock(&tcf_fk_lock);
-        if (!atomic_load_explicit(&tcf_worker_warm, memory_order_relaxed))
-            tcf_worker_open();
         tcf_work(e);
         pthread_mutex_lock(&tcf_fk_lock);
         pthread_cond_broadcast(&tcf_fk_done);
@@ -233,18 +234,20 @@ static void *tcf_worker_main(void *arg)
 
 int tcf_fkern_absent(void)
 {
+    if (atomic_load_explicit(&tcf_worker_none, memory_order_relaxed))
+        return TCF_ABSENT_WORKER;
     return atomic_load_explicit(&tcf_worker_warm, memory_order_acquire) &&
-           !atomic_load_explicit(&tcf_have_nvrtc, memory_order_relaxed);
+                   !atomic_load_explicit(&tcf_have_nvrtc, memory_order_relaxed)
+               ? TCF_ABSENT_NVRTC
+               : 0;
 }
 
-int tcf_fkern_start(void)
+/* Makes the worker (tcf_fk_lock held). 0, or -1 when no thread could be made. */
+static int tcf_worker_spawn(void)
 {
     pthread_attr_t attr;
     int rc = -1;
-    pthread_mutex_lock(&tcf_fk_lock);
-    if (tcf_worker_started) {
-        rc = 0;
-    } else if (pthread_attr_init(&attr) == 0) {
+    if (pthread_attr_init(&attr) == 0) {
         pthread_t t;
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         /* Born with every signal blocked: the program's handlers (one may call exit, which
@@ -252,22 +255,42 @@ int tcf_fkern_start(void)
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
+        tcf_worker_busy = 1;  /* until NVRTC is open */
         if (!tcf_fault(TCF_FAULT_THREAD) && pthread_create(&t, &attr, tcf_worker_main, NULL) == 0) {
             tcf_worker_started = 1;
             rc = 0;
+        } else {
+            tcf_worker_busy = 0;
         }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
     }
-    pthread_mutex_unlock(&tcf_fk_lock);
-    if (rc)  /* nothing is held: every launch runs as issued */
+    if (rc) {  /* nothing is held from here on: every launch runs as issued */
+        atomic_store(&tcf_worker_none, 1);
         atomic_fetch_add(&tcf_fkc.no_worker, 1);
+    }
     return rc;
 }
 
+void tcf_fkern_begin(void)
+{
+    if (atomic_load_explicit(&tcf_worker_begun, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&tcf_fk_lock);
+    if (!atomic_load(&tcf_worker_begun)) {
+        tcf_worker_spawn();
+        atomic_store(&tcf_worker_begun, 1);
+    }
+    pthread_mutex_unlock(&tcf_fk_lock);
+}
 
 void tcf_worker_enqueue(tcf_fkern_t *e)
 {
+    if (!tcf_worker_started) {
+        atomic_store(&e->state, TCF_FK_BAD);  /* nobody would ever take it */
+        tcf_fk_changed();
+        return;
+    }
     if (tcf_q_tail)
         tcf_q_tail->qnext = e;
     else

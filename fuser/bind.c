@@ -66,6 +66,7 @@ int tcf_fuser_bind(const tcf_fgroup_t *grp, const tcf_item_t *items, size_t n,
         grp->first > grp->last || grp->last >= n || n > TCF_FUSER_MAX_ITEMS)
         return -1;
     memset(&b, 0, sizeof b);
+    b.nwin = n;
     for (size_t i = grp->first; i <= grp->last; i++) {
         const tcf_item_t *it = &items[i];
         if (k < grp->nitems && i == grp->items[k]) {

@@ -57,6 +57,14 @@
  *   every stride 0 along the row (+ eps, rsqrt on the [rows, 1] mean). A per-row write
  *   into a buffer the group loads is an overlap (its store precedes the second pass).
  *   The kernel is codegen/gen_rows.c's; vec 1, ndim 0, the strides in args.stride[][0..1].
+ * - A cat (op.h's CAT, recognize/decode_cat.c) joins over its output's space like any
+ *   N-d op: its output is a view like any, each input a view over the whole space whose
+ *   base is shifted back along the cat dim, read only over its range. Overlap tests use
+ *   each input's real bytes (from its first element, over its range): the shifted base
+ *   lies in another tensor. A 2-byte cat moves OpaqueType<2>: it takes the dtype of the
+ *   first later op reading its output, else of the op that wrote an input, else half.
+ *   A group with a two-input cat runs at vec 1 (its input is picked per element), and
+ *   no cat joins a row group (reduce-shape).
  * - An op that is not fused counts once in reasons, under the stronger cause on its two
  *   sides (overlap, then group-full, then shape-differs, then size-differs, then alone).
  *   UNALIGNED counts the ops of contiguous groups that fell to vec 1: those ops were

@@ -15,7 +15,7 @@ static tcf_dtype_t operand_dt(const tcf_op_t *op, unsigned o)
 
 static int overlaps(uint64_t p, uint64_t e, const tcf_fuser_buf_t *x)
 {
-    return p < x->end && x->ptr < e;
+    return p < x->end && x->beg < e;
 }
 
 /* Views of at most 2^31 - 1 bytes past their pointer: what PyTorch's 32-bit split
@@ -34,6 +34,25 @@ static uint64_t operand_end(const tcf_op_t *op, unsigned o)
     return p > UINT64_MAX - m - es ? 0 : p + m + es;
 }
 
+/* The bytes operand o reaches: [*beg, end). A view's extent from its base, but for a
+ * cat's input, which is read only over its range along the cat dim from its real first
+ * element (op.h): the bytes before it and past its range are another tensor's. 0 when
+ * it wraps. */
+static uint64_t operand_extent(const tcf_op_t *op, unsigned o, uint64_t *beg)
+{
+    *beg = operand_ptr(op, o);
+    if (op->kind != TCF_OP_CAT || !o || o > 2 || op->cat_dim >= op->it.ndim)
+        return operand_end(op, o);
+    uint64_t es = tcf_dtype_size(operand_dt(op, o)), m = 0, len = op->cat_len[o - 1];
+    for (unsigned d = 0; d < op->it.ndim && d < TCF_OP_MAX_DIMS; d++)
+        m += (uint64_t)((d == op->cat_dim ? len : op->it.size[d]) - 1) * op->it.stride[o][d];
+    uint64_t p = *beg + (uint64_t)op->cat_lo[o - 1] * op->it.stride[o][op->cat_dim];
+    if (!len || p < *beg || p > UINT64_MAX - m - es)
+        return 0;
+    *beg = p;
+    return p + m + es;
+}
+
 /* tcf_fuser_op_ok without the kind: a reduction joins as an op of kind NONE. */
 static int views_ok(const tcf_op_t *op)
 {
@@ -41,9 +60,14 @@ static int views_ok(const tcf_op_t *op)
     uint32_t st[4][TCF_OP_MAX_DIMS];
     if (!op->n || op->nin < 1 || op->nin > 3 || op->nscalar > 2 || tcf_space_of(op, &sp, st))
         return 0;
+    if (op->kind == TCF_OP_CAT &&
+        (!op->it.ndim || op->cat_dim >= op->it.ndim || op->nin > 2 ||
+         op->nscalar != (op->nin == 2 ? 2 : 0)))
+        return 0;
     for (unsigned o = 0; o <= op->nin; o++) {
-        uint64_t p = operand_ptr(op, o), e;
-        if (!p || !tcf_dtype_size(operand_dt(op, o)) || !(e = operand_end(op, o)))
+        uint64_t p = operand_ptr(op, o), e, x;
+        if (!p || !tcf_dtype_size(operand_dt(op, o)) || !(e = operand_end(op, o)) ||
+            !operand_extent(op, o, &x))
             return 0;   /* a range that wraps would defeat every overlap test */
         if (op->it.ndim && e - p - 1 > TCF_FUSER_OFF_MAX)
             return 0;   /* not a launch PyTorch's 32-bit indexing makes */
@@ -73,19 +97,57 @@ int tcf_fuser_reduce_op(const tcf_reduce_t *r, tcf_op_t *op)
     return views_ok(op) ? 0 : -1;
 }
 
+/* A 2-byte cat moves OpaqueType<2>: half or bfloat16 alike. It takes the dtype of the
+ * first later op that reads its output (the exact pointer), else of the last earlier op
+ * that wrote one of its inputs, else half: the type only has to agree with its
+ * neighbours' for dataflow in a group (codegen checks every edge), and the bits move
+ * unchanged either way. Window-local and deterministic, so re-binding decides the same. */
+static tcf_dtype_t cat_dtype(const tcf_item_t *items, size_t n, size_t idx)
+{
+    const tcf_op_t *c = &items[idx].op;
+    for (size_t i = idx + 1; i < n; i++)
+        for (unsigned j = 0; items[i].kind == TCF_ITEM_OP && j < items[i].op.nin && j < 3; j++)
+            if (items[i].op.in[j] == c->out && (items[i].op.in_dt[j] == TCF_DT_F16 ||
+                                                items[i].op.in_dt[j] == TCF_DT_BF16))
+                return items[i].op.in_dt[j];
+    for (size_t i = idx; i-- > 0;) {
+        const tcf_op_t *w = &items[i].op;
+        if (items[i].kind != TCF_ITEM_OP || (w->out_dt != TCF_DT_F16 && w->out_dt != TCF_DT_BF16))
+            continue;
+        for (unsigned j = 0; j < c->nin && j < 2; j++) {
+            uint64_t real = c->in[j] + (uint64_t)c->cat_lo[j] * c->it.stride[1 + j][c->cat_dim];
+            if (w->out == real)
+                return w->out_dt;
+        }
+    }
+    return c->out_dt;
+}
+
 /* The op items[idx] joins b as: a decoded op as it is; a row reduction as the op over
  * [K, M] reading (element size, row stride) and writing (0, output stride); after the
  * group's reduction, an op over its M rows (a 1-d space) as the op over [K, M] with every
  * stride 0 along the row (*row = 1). -1, or the reason it cannot join. */
-static int as_op(const tcf_fuser_build_t *b, const tcf_item_t *it, tcf_op_t *op, int *row)
+static int as_op(const tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx,
+                 tcf_op_t *op, int *row)
 {
+    const tcf_item_t *it = &items[idx];
     *row = 0;
     if (it->kind == TCF_ITEM_REDUCE) {
         if (b->nops && b->red)
             return TCF_FUSER_REDUCE2;
+        if (b->nops && b->cat)
+            return TCF_FUSER_ROWS;
         return tcf_fuser_reduce_op(&it->red, op) ? TCF_FUSER_ROWS : -1;
     }
     *op = it->op;
+    if (op->kind == TCF_OP_CAT && b->nops && b->red)
+        return TCF_FUSER_ROWS;   /* gen_rows.c has no cat */
+    if (op->kind == TCF_OP_CAT && tcf_dtype_size(op->out_dt) == 2) {
+        tcf_dtype_t d = cat_dtype(items, b->nwin, idx);
+        op->out_dt = op->res_dt = op->compute_dt = d;
+        for (unsigned i = 0; i < op->nin; i++)
+            op->in_dt[i] = d;
+    }
     if (b->nops && b->red && op->n != b->n && op->n == b->M) {
         tcf_space_t sp;
         uint32_t st[4][TCF_OP_MAX_DIMS];
@@ -104,10 +166,11 @@ static int as_op(const tcf_fuser_build_t *b, const tcf_item_t *it, tcf_op_t *op,
     return -1;
 }
 
-static int same_view(const tcf_fuser_buf_t *x, uint64_t p, uint64_t e, tcf_dtype_t dt,
-                     const uint32_t *st, const uint32_t *xst, unsigned nd)
+static int same_view(const tcf_fuser_buf_t *x, uint64_t p, uint64_t pb, uint64_t e,
+                     tcf_dtype_t dt, const uint32_t *st, const uint32_t *xst, unsigned nd)
 {
-    return x->ptr == p && x->end == e && x->dt == dt && !memcmp(st, xst, nd * sizeof *st);
+    return x->ptr == p && x->beg == pb && x->end == e && x->dt == dt &&
+           !memcmp(st, xst, nd * sizeof *st);
 }
 
 int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx)
@@ -119,7 +182,7 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
     tcf_space_t osp, sp;
     uint32_t ost[4][TCF_OP_MAX_DIMS], st[4][TCF_OP_MAX_DIMS];
     static _Thread_local uint32_t rst[TCF_FUSER_RAW_MAX][TCF_OP_MAX_DIMS];  /* raws, re-split */
-    int row, why = as_op(b, &items[idx], &xop, &row);
+    int row, why = as_op(b, items, idx, &xop, &row);
     int isred = items[idx].kind == TCF_ITEM_REDUCE;
     int strided = (k && b->strided) || op->it.ndim;
 
@@ -150,15 +213,15 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
      * count only once the op is committed. */
     for (unsigned j = 1; j <= op->nin + 1u; j++) {
         unsigned o = j <= op->nin ? j : 0;
-        uint64_t p = operand_ptr(op, o);
+        uint64_t p = operand_ptr(op, o), pb;
         tcf_dtype_t dt = operand_dt(op, o);
-        uint64_t e = operand_end(op, o);
+        uint64_t e = operand_extent(op, o, &pb);
         int hit = -1, stale = 0;
         for (unsigned r = 0; r < nraw; r++) {
             const tcf_fuser_buf_t *x = &b->raw[r];
-            if (!overlaps(p, e, x))
+            if (!overlaps(pb, e, x))
                 continue;
-            int same = same_view(x, p, e, dt, st[o], rst[r], sp.nd);
+            int same = same_view(x, p, pb, e, dt, st[o], rst[r], sp.nd);
             if (x->dead) {
                 /* The kernel loads the dead buffer; writing its bytes through another
                  * view lets one thread overwrite what another has yet to load. */
@@ -186,7 +249,7 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
         if (hit < 0) {
             if (nraw == TCF_FUSER_RAW_MAX)
                 return TCF_FUSER_TOO_BIG;
-            b->raw[nraw] = (tcf_fuser_buf_t){ .ptr = p, .end = e, .dt = dt, .loaded = o != 0,
+            b->raw[nraw] = (tcf_fuser_buf_t){ .ptr = p, .beg = pb, .end = e, .dt = dt, .loaded = o != 0,
                                               .writer = -1, .from = { idx, (uint8_t)o } };
             memcpy(rst[nraw], st[o], sizeof rst[nraw]);
             hit = (int)nraw++;
@@ -202,7 +265,8 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
     /* An N-d kernel's offsets are 32-bit: a contiguous op of more than 2^31 bytes keeps
      * its own group. */
     for (unsigned r = 0; strided && r < nraw; r++)
-        if (b->raw[r].end - b->raw[r].ptr - 1 > TCF_FUSER_OFF_MAX)
+        if (b->raw[r].end - b->raw[r].beg - 1 > TCF_FUSER_OFF_MAX ||
+            b->raw[r].beg - b->raw[r].ptr > TCF_FUSER_OFF_MAX)
             return TCF_FUSER_TOO_BIG;
 
     for (unsigned i = 0; i < 3; i++) {
@@ -222,6 +286,8 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
         b->red = (uint8_t)(k + 1), b->K = op->it.size[0], b->M = op->it.size[1];
     if (row)
         b->rowops |= 1u << k;
+    if (op->kind == TCF_OP_CAT)
+        b->cat++, b->cat2 += op->nin == 2;
     b->nraw = (uint8_t)nraw;
     b->nscalars = (uint8_t)(b->nscalars + op->nscalar);
     b->n = op->n;
@@ -261,7 +327,7 @@ static void drop_freed(const tcf_fuser_build_t *b, const tcf_item_t *items, size
                     pending[r] = keep[r] = 0, left--;
         } else if (it->kind == TCF_ITEM_OP && tcf_fuser_op_ok(&it->op)) {
             for (unsigned j = 1; j <= it->op.nin; j++) {
-                uint64_t p = it->op.in[j - 1], e = operand_end(&it->op, j);
+                uint64_t p, e = operand_extent(&it->op, j, &p);
                 for (unsigned r = 0; r < b->nraw; r++)
                     if (pending[r] && overlaps(p, e, &b->raw[r]))
                         pending[r] = 0, left--;   /* read: the store stays */
@@ -281,7 +347,8 @@ static unsigned strided_vec(const tcf_fuser_build_t *b, const tcf_group_t *g,
 {
     unsigned v = 16 / maxes;
     *bcast0 = 0;
-    if (b->sp.size[0] % v)
+    /* a two-input cat picks its input per element: its loads are per element too */
+    if (b->sp.size[0] % v || b->cat2)
         return 1;
     for (unsigned r = 0; r < b->nraw; r++) {
         const tcf_fuser_buf_t *x = &b->raw[r];

@@ -14,7 +14,10 @@
  * operands are the same buffer only when all three are equal (then every element reads
  * and writes the same bytes); [ptr, end) is its extent, for overlap tests. */
 typedef struct {
-    uint64_t    ptr, end;   /* [ptr, end): from the first byte to the last element's end */
+    uint64_t    ptr, end;   /* ptr: the view's base; [beg, end): the bytes it reaches,
+                             * from the first to the last element's end. beg is ptr but
+                             * for a cat's input, whose base is shifted back (op.h) */
+    uint64_t    beg;
     uint32_t    st[TCF_OP_MAX_DIMS];  /* bytes, over the builder's space */
     tcf_dtype_t dt;         /* its memory dtype */
     uint8_t     dead;       /* freed inside the run: a later touch is a new buffer */
@@ -29,6 +32,10 @@ typedef struct {
     uint8_t         strided;    /* an op of the group is strided: the kernel indexes N-d */
     uint8_t         nops, nraw, nscalars;
     uint8_t         red;        /* 1 + the index of the row reduction among the ops, or 0 */
+    uint8_t         cat;        /* ops of kind CAT: no row group; vec 1 with two inputs */
+    uint8_t         cat2;
+    size_t          nwin;       /* items in the window (a 2-byte cat's dtype is its
+                                 * neighbours': group.c) */
     uint32_t        rowops;     /* ops per row (after the reduction) */
     uint32_t        K, M;       /* red: the row length and the row count */
     uint16_t        item[TCF_GROUP_MAX_OPS];

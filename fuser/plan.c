@@ -49,7 +49,7 @@ static void close_group(tcf_fuser_walk_t *w, int right)
             p->item_group[g->items[k]] = (int16_t)p->ngroups;
         p->ngroups++;
     }
-    b->nops = b->nraw = b->nscalars = b->red = 0;
+    b->nops = b->nraw = b->nscalars = b->red = b->cat = b->cat2 = 0;
     b->rowops = 0;
     w->left = right;
 }
@@ -66,6 +66,7 @@ int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan)
         plan->item_group[i] = -1;
     memset(&w, 0, sizeof w);
     w.items = items, w.n = n, w.plan = plan, w.left = TCF_FUSER_ALONE;
+    w.b.nwin = n;
 
     for (size_t i = 0; i < n; i++) {
         const tcf_item_t *it = &items[i];
@@ -113,6 +114,7 @@ int tcf_fuser_single(const tcf_op_t *op, tcf_fgroup_t *g)
     tcf_item_t item = { .kind = TCF_ITEM_OP, .op = *op };
     tcf_fuser_build_t b;
     memset(&b, 0, sizeof b);
+    b.nwin = 1;
     if (!tcf_fuser_op_ok(op) || tcf_fuser_build_add(&b, &item, 0) >= 0)
         return -1;
     tcf_fuser_build_finish(&b, &item, 1, g);

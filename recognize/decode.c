@@ -348,6 +348,8 @@ tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_k
     memset(dk, 0, sizeof *dk);
     if (!l || !l->name || (l->nparams && (!l->off || !l->size)))
         return TCF_DECODE_BAD_ARGS;
+    if (strstr(l->name, "CatArrayBatchedCopy"))
+        return tcf_decode_cat_kernel(l, dk);
     if ((st = tcf_decode_name(l->name, &nm)) != TCF_DECODE_OK)
         return st;
     const tcf_decode_rule_t *r = tcf_decode_match(&nm);
@@ -447,6 +449,8 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
     if (!op)
         return TCF_DECODE_BAD_ARGS;
     memset(op, 0, sizeof *op);
+    if (dk && dk->loop == TCF_LOOP_CAT)
+        return tcf_decode_cat_apply(dk, p, params_len, grid, block, op);
     const tcf_decode_rule_t *r = dk ? dk->rule : NULL;
     if (!r || (params_len && !p) || !grid || !block)
         return TCF_DECODE_BAD_ARGS;
@@ -497,11 +501,25 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
     return TCF_DECODE_OK;
 }
 
+int tcf_decode_offset_calc_clear(uint8_t *oc, uint32_t len, unsigned nt)
+{
+    if (!oc || !nt || nt > 8 || len < 304 + 100 * nt)
+        return -1;
+    int32_t dims = (int32_t)tcf_decode_rd(oc, 4);
+    if (dims < 0 || dims > 25)
+        return -1;
+    memset(oc + 4 + 12 * dims, 0, 12u * (25u - (unsigned)dims));
+    memset(oc + 304 + 4 * nt * (unsigned)dims, 0, 4u * nt * (25u - (unsigned)dims));
+    return 0;
+}
+
 int tcf_decode_resize(uint8_t *p, uint32_t params_len, const tcf_op_t *op, uint32_t n,
                       const uint32_t *sizes)
 {
     int strided = op && (op->loop == TCF_LOOP_STRIDED || op->loop == TCF_LOOP_STRIDED_CAST);
     uint64_t count = 1;
+    if (op && op->loop == TCF_LOOP_CAT)
+        return -1;                          /* its bytes hold no N: tcf_decode_cat_resize */
     if (!p || !op || !n || n > 0x7fffffffu || params_len < 4 ||
         (int32_t)tcf_decode_rd(p, 4) != (int32_t)op->n)
         return -1;
@@ -576,14 +594,14 @@ const char *tcf_decode_rule_name(size_t i)
 void tcf_decode_describe(const tcf_op_t *op, char *buf, size_t len)
 {
     static const char *const loops[] = { "?", "vec", "unrolled", "cast", "strided",
-                                         "strided-cast" };
+                                         "strided-cast", "cat" };
     size_t n = 0;
 #define TCF_APPEND_(...) \
     (n += (size_t)snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, __VA_ARGS__))
     if (!op || !buf || !len)
         return;
     TCF_APPEND_("%s[%s] %s%u n=%u out=%s:0x%llx", tcf_decode_kind_name(op->kind),
-                op->rule ? op->rule : "-", loops[op->loop <= TCF_LOOP_STRIDED_CAST ? op->loop : 0], op->vec,
+                op->rule ? op->rule : "-", loops[op->loop <= TCF_LOOP_CAT ? op->loop : 0], op->vec,
                 op->n, tcf_decode_dtype_name(op->out_dt), (unsigned long long)op->out);
     for (unsigned i = 0; i < op->nin && i < 3; i++)
         TCF_APPEND_(" in%u=%s:0x%llx", i, tcf_decode_dtype_name(op->in_dt[i]),
@@ -593,6 +611,9 @@ void tcf_decode_describe(const tcf_op_t *op, char *buf, size_t len)
         TCF_APPEND_(" s%u=%.9g:%s", i, (double)op->s[i].f, tcf_decode_dtype_name(op->s[i].dt));
     if (op->sarg || op->mode)
         TCF_APPEND_(" sarg=%u mode=%u", op->sarg, op->mode);
+    if (op->kind == TCF_OP_CAT)
+        for (unsigned i = 0; i < op->nin && i < 2; i++)
+            TCF_APPEND_(" cat%u=d%u[%u,+%u)", i, op->cat_dim, op->cat_lo[i], op->cat_len[i]);
     for (unsigned d = 0; d < op->it.ndim && d < TCF_OP_MAX_DIMS; d++) {
         TCF_APPEND_(" d%u=%u:(", d, op->it.size[d]);
         for (unsigned k = 0; k <= op->nin && k < 4; k++)

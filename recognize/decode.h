@@ -40,7 +40,10 @@
     X(TRUNCATED,         "truncated-params")  /* fewer bytes than the layout spans   */   \
     X(BAD_LAUNCH,        "unexpected-launch-shape") /* block not 128x1x1, 2-D grid  */   \
     X(BAD_VALUE,         "unexpected-value")  /* N <= 0, mode out of range, cast dtypes */ \
-    X(TOO_MANY_DIMS,     "too-many-dims")     /* a strided loop over > TCF_OP_MAX_DIMS dims */
+    X(TOO_MANY_DIMS,     "too-many-dims")     /* a strided loop over > TCF_OP_MAX_DIMS dims */ \
+    X(CAT_VARIANT,       "cat-variant")       /* a cat kernel we do not decode (vectorized, \
+                                               * 64-bit index, unknown template) */        \
+    X(CAT_INPUTS,        "cat-inputs")        /* a cat launch of more than 2 non-empty inputs */
 
 typedef enum {
 #define TCF_DECODE_ENUM_(id, str) TCF_DECODE_##id,
@@ -81,12 +84,38 @@ typedef struct {
     uint32_t    foff, doff, loff, stoff; /* functor, data[], loader, storer offsets; for
                                           * the strided cast loop loff is its dtypes[] */
     uint64_t    span;            /* parameter bytes the layout spans */
+    /* cat kernels (loop TCF_LOOP_CAT): Dims, sizeof(OpaqueType), batch_size, stride_size */
+    uint8_t     cat_dims, cat_es;
+    uint16_t    cat_batch, cat_ss;
 } tcf_decode_kernel_t;
 
 tcf_decode_status_t tcf_decode_kernel(const tcf_decode_launch_t *l, tcf_decode_kernel_t *dk);
 tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_t *params,
                                      uint32_t params_len, const uint32_t grid[3],
                                      const uint32_t block[3], tcf_op_t *op);
+
+/* PyTorch's OffsetCalculator<nt> at oc (int dims; IntDivider sizes[25]; uint32 strides[25][nt]:
+ * 304 + 100 nt bytes, len of them readable) sets only its first dims entries: the rest hold
+ * whatever the host's stack held, old pointers among them, and are never read (its loop
+ * stops at dims). Zeroes them in a copy of the bytes, so that a check for stray pointers
+ * sees none there (exec/verify.c). 0, or -1 when dims is not 0..25 or len is short. */
+int tcf_decode_offset_calc_clear(uint8_t *oc, uint32_t len, unsigned nt);
+/* --- cat (decode_cat.c) ---------------------------------------------------------------
+ * Shape.cu's CatArrayBatchedCopy kernels: what tcf_decode_kernel and tcf_decode_apply do
+ * for a name of that family (they call these); dk->loop is TCF_LOOP_CAT. */
+tcf_decode_status_t tcf_decode_cat_kernel(const tcf_decode_launch_t *l, tcf_decode_kernel_t *dk);
+tcf_decode_status_t tcf_decode_cat_apply(const tcf_decode_kernel_t *dk, const uint8_t *params,
+                                         uint32_t params_len, const uint32_t grid[3],
+                                         const uint32_t block[3], tcf_op_t *op);
+/* Rewrites a decoded cat launch's parameter bytes (verification, exec/verify.c): the
+ * output and input pointers become out and in[i] (the op's view bases, as op->out and
+ * op->in[i] are), the space's dims become sizes (op->it.ndim entries, each at most the
+ * op's: the first corner of the same elements; an input cut off along the cat dim gets
+ * no elements), and every byte the kernel never reads is zeroed (unused batch slots and
+ * dims, empty inputs' pointers). The grid stays: the kernel strides over it. 0, or -1
+ * when the bytes are not those of op's launch (no change). */
+int tcf_decode_cat_resize(uint8_t *params, uint32_t params_len, const tcf_op_t *op,
+                          const uint32_t *sizes, uint64_t out, const uint64_t in[2]);
 
 /* Rewrites a decoded launch's copied parameter bytes for a smaller problem over the first
  * corner of the same elements (verification, exec/verify.c): N becomes n and, for the

@@ -4,8 +4,8 @@
  * parameter layout, asked of the driver once and kept for the life of the process. Code
  * identity (images.c): for every module and library the process loads, an identity of what
  * was loaded, so that what tcfuse learns about a kernel (its verdict) is tied to the code
- * it was learned on. Decoding (decode.h, decode_rules.def): a PyTorch eager kernel's launch
- * as an op (tcf_op_t). Kernel families (family.c): what kind of work a kernel does, for
+ * it was learned on. Decoding (decode.h, decode_rules.def, decode_cat.c): a PyTorch eager
+ * kernel's launch as an op (tcf_op_t). Kernel families (family.c): what kind of work a kernel does, for
  * coverage tables.
  *
  * Callers: capture/ on every launch (tcf_kernel_get, on the application's thread), the

@@ -332,12 +332,13 @@ EOF
     [ "$status" -eq 0 ]
     sed -n '/^coverage by kernel family$/,$p' "$T/out" >"$T/cov"
     cat "$T/cov"
-    # strided and broadcast launches plan into N-d groups and row groups (RMSNorm's tails);
-    # the others have no neighbour they can join (a cat, a GEMM between)
-    grep -Eq '^  elementwise-strided +52 +52 +22$' "$T/cov"
+    # strided and broadcast launches plan into N-d groups and row groups (RMSNorm's tails,
+    # rotate_half's cat with its `* sin`); the others have no neighbour they can join
+    grep -Eq '^  elementwise-strided +52 +52 +30$' "$T/cov"
     grep -Eq '^  gemm +32 +0 +0  32 not-elementwise$' "$T/cov"
     grep -Eq '^  reduce +10 +10 +9$' "$T/cov"                 # each RMSNorm's mean in its row group
-    grep -Eq '^  cat +18 +0 +0  18 not-elementwise$' "$T/cov"
+    # rotate_half's with `* sin`, the KV cache's two as one copy; the rotary table's alone
+    grep -Eq '^  cat +18 +18 +16$' "$T/cov"
     grep -Eq '^  copy-cast +28 +26 +23  2 unsupported-dtype$' "$T/cov"
     # every launch is in exactly one family: the rows add up to the trace's launches
     total=$(awk 'NR > 2 { s += $2 } END { print s }' "$T/cov")

@@ -514,6 +514,76 @@ TEST(fragments)
                       "*(tcf_h *)(B2 + o2));") && !strstr(src, "__umulhi"));
 }
 
+/* A two-input cat (HF's rotate_half) and its consumer: the cat's inputs come in as
+ * pointers, only the chosen one is read; the index picks (e % P < T, op.h); one input
+ * (a KV-cache cat after an empty one) is a plain copy at any vec. */
+static tcf_group_t cat_group(tcf_dtype_t t, unsigned nd, unsigned nin)
+{
+    tcf_group_t g;
+    memset(&g, 0, sizeof g);
+    g.nops = 2, g.nbufs = (uint8_t)(nin + 2), g.nscalars = nin == 2 ? 2 : 0, g.vec = 1;
+    g.ndim = (uint8_t)nd;
+    for (unsigned b = 0; b < g.nbufs; b++) g.buf_dt[b] = t;
+    tcf_gop_t *c = &g.ops[0], *m = &g.ops[1];
+    *c = (tcf_gop_t){ .kind = TCF_OP_CAT, .nin = (uint8_t)nin, .nscalar = nin == 2 ? 2 : 0,
+                      .out_dt = t, .compute_dt = t, .res_dt = t, .out_buf = TCF_NO_STORE,
+                      .in_src = { 0, 1 }, .scalar_arg = { 0, 1 } };
+    c->in_dt[0] = c->in_dt[1] = t;
+    /* out = cat * buf: the consumer also reads in[0]'s buffer plainly when asked */
+    *m = (tcf_gop_t){ .kind = TCF_OP_MUL, .nin = 2, .out_dt = t, .compute_dt = t, .res_dt = t,
+                      .in_src = { TCF_SRC_OP | 0, (uint8_t)nin }, .out_buf = (uint8_t)(nin + 1) };
+    m->in_dt[0] = m->in_dt[1] = t;
+    return g;
+}
+
+TEST(cat_groups)
+{
+    static char src[SRC_CAP];
+    static const char *const ct[] = { "", "float", "tcf_h", "tcf_b" };
+    for (unsigned d = 0; d < 3; d++)
+        for (unsigned nd = 1; nd <= 4; nd++) {
+            char name[64], want[160];
+            tcf_group_t g = cat_group(flt[d], nd, 2);
+            snprintf(name, sizeof name, "cat2 * x %s %ud", dtn[flt[d]], nd);
+            if (!check_report(tcf_codegen_source(&g, src, sizeof src) > 0, __FILE__, __LINE__,
+                              name, "no source"))
+                continue;
+            snprintf(want, sizeof want, "const unsigned e, const %s *g0, const %s *g1, %s l2",
+                     ct[flt[d]], ct[flt[d]], ct[flt[d]]);
+            CHECK(strstr(src, want) != NULL);
+            CHECK(strstr(src, "= e % a.s[0] < a.s[1] ? (*g0) : (*g1);") != NULL);
+            snprintf(want, sizeof want, "tcf_elem(a.c, i, (const %s *)(B0 + o0), (const %s *)(B1 + o1), "
+                     "*(const %s *)(B2 + o2)", ct[flt[d]], ct[flt[d]], ct[flt[d]]);
+            CHECK(strstr(src, want) != NULL);
+            CHECK(!strstr(src, "tcf_fbar(t0"));   /* it moves bits: no barrier */
+            gen(name, &g, &g, 90, 80);
+            /* the consumer reading in[0]'s buffer too: loaded plainly, by value */
+            g.ops[1].in_src[1] = 0;
+            CHECK(tcf_codegen_source(&g, src, sizeof src) > 0);
+            snprintf(want, sizeof want, "const unsigned e, %s l0, const %s *g1", ct[flt[d]], ct[flt[d]]);
+            CHECK(strstr(src, want) != NULL);
+            CHECK(strstr(src, "? l0 : (*g1);") != NULL);
+            /* one input: a copy, packs allowed */
+            g = cat_group(flt[d], nd, 1);
+            g.vec = flt[d] == F ? 4 : 8;
+            snprintf(name, sizeof name, "cat1 * x %s %ud vec%u", dtn[flt[d]], nd, g.vec);
+            CHECK(tcf_codegen_source(&g, src, sizeof src) > 0 && !strstr(src, "unsigned e"));
+            gen(name, &g, &g, 90, 0);
+        }
+    /* refused: a two-input cat in a packed or a contiguous kernel, or with one scalar */
+    tcf_group_t g = cat_group(B, 2, 2);
+    g.vec = 8;
+    CHECK_EQ_INT(tcf_codegen_source(&g, src, sizeof src), -1);
+    g = cat_group(B, 0, 2);
+    CHECK_EQ_INT(tcf_codegen_source(&g, src, sizeof src), -1);
+    g = cat_group(B, 2, 2);
+    g.ops[0].nscalar = 1;
+    CHECK_EQ_INT(tcf_codegen_source(&g, src, sizeof src), -1);
+    g = cat_group(B, 2, 2);
+    g.ops[0].in_dt[1] = H;   /* bits of one size, one type along every edge */
+    CHECK_EQ_INT(tcf_codegen_source(&g, src, sizeof src), -1);
+}
+
 TEST(malformed_groups_refused)
 {
     static char src[SRC_CAP];
@@ -589,6 +659,7 @@ int main(void)
     RUN(nd_every_op);
     RUN(nd_groups_of_recorded_traces);
     RUN(fragments);
+    RUN(cat_groups);
     RUN(malformed_groups_refused);
     RUN(grid);
     RUN(nvrtc_errors);

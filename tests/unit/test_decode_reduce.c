@@ -426,6 +426,36 @@ TEST(describe_and_args)
     CHECK(!"the Llama mean was not found");
 }
 
+/* A ReduceOp's input and output OffsetCalculators set only their first dims entries: the
+ * rest, cleared in a copy (what verification does), change no decoding. */
+TEST(offset_calcs_cleared)
+{
+    size_t n = 0, dirty = 0;
+    for (size_t i = 0; i < nls; i++) {
+        const launch_t *x = &ls[i];
+        tcf_reduce_t r, r2;
+        tcf_decode_reduce_kernel_t rk;
+        tcf_decode_launch_t d = dl(x, x->params, x->len, x->grid);
+        if (dec(x, x->params, x->grid, &r) != TCF_DECODE_OK ||
+            tcf_decode_reduce_kernel(&d, &rk) != TCF_DECODE_OK || rk.span != x->len)
+            continue;
+        uint8_t *p = malloc(x->len);
+        memcpy(p, x->params, x->len);
+        CHECK_EQ_INT(tcf_decode_offset_calc_clear(p + rk.icalc_off, x->len - rk.icalc_off, 1), 0);
+        /* (dims 0: a reduction to one value per launch's output index set) */
+        CHECK_EQ_INT(tcf_decode_offset_calc_clear(p + rk.ocalc_off, x->len - rk.ocalc_off, 2), 0);
+        if (CHECK_EQ_INT(dec(x, p, x->grid, &r2), TCF_DECODE_OK))
+            CHECK(!memcmp(&r, &r2, sizeof r));
+        dirty += memcmp(p, x->params, x->len) != 0;
+        /* the data pointers after the calculators are kept */
+        CHECK(!memcmp(p + rk.src_off, x->params + rk.src_off, x->len - rk.src_off));
+        n++;
+        free(p);
+    }
+    CHECK(n >= 10);
+    printf("  reduce offset calculators cleared: %zu launches, %zu with garbage past dims\n", n, dirty);
+}
+
 int main(void)
 {
     glob_t g;
@@ -438,6 +468,7 @@ int main(void)
     RUN(worked_examples);
     RUN(config_rule_matches_the_doc);
     RUN(corrupted_bytes_are_refused);
+    RUN(offset_calcs_cleared);
     RUN(names);
     RUN(describe_and_args);
     for (size_t i = 0; i < nls; i++)

@@ -272,6 +272,53 @@ TEST(resize_for_verification)
     CHECK(cut >= 100);
 }
 
+/* The entries of an OffsetCalculator past dims are garbage PyTorch never reads: cleared in
+ * a copy, the launch decodes the same, and every byte but those entries is kept. */
+TEST(offset_calc_unused_entries_cleared)
+{
+    size_t n = 0, dirty = 0;
+    for (size_t i = 0; i < nls; i++) {
+        tcf_op_t op, op2;
+        if (dec(&ls[i], ls[i].params, ls[i].grid, &op) != TCF_DECODE_OK)
+            continue;
+        unsigned nt = 1u + op.nin, dims = op.it.ndim;
+        uint8_t *p = malloc(ls[i].len);
+        memcpy(p, ls[i].params, ls[i].len);
+        CHECK_EQ_INT(tcf_decode_offset_calc_clear(p + 8, ls[i].len - 8, nt), 0);
+        if (CHECK_EQ_INT(dec(&ls[i], p, ls[i].grid, &op2), TCF_DECODE_OK))
+            CHECK(!memcmp(&op, &op2, sizeof op));
+        int changed = 0;
+        for (uint32_t b = 0; b < ls[i].len; b++) {
+            uint32_t r = b - 8;   /* within the calculator */
+            int unused = b >= 8 && ((r >= 4 + 12 * dims && r < 304) ||
+                                    (r >= 304 + 4 * nt * dims && r < 304 + 100 * nt));
+            if (unused) {
+                CHECK_EQ_INT(p[b], 0);
+                changed |= p[b] != ls[i].params[b];
+            } else if (p[b] != ls[i].params[b]) {
+                CHECK(!"a byte outside the unused entries changed");
+                break;
+            }
+        }
+        dirty += changed;
+        n++;
+        free(p);
+    }
+    CHECK(n >= 100);
+    printf("  offset calculators cleared: %zu launches, %zu with garbage past dims\n", n, dirty);
+    uint8_t oc[604] = { 0 };
+    int32_t dims = -1;
+    memcpy(oc, &dims, 4);
+    CHECK_EQ_INT(tcf_decode_offset_calc_clear(oc, sizeof oc, 3), -1);
+    dims = 26;
+    memcpy(oc, &dims, 4);
+    CHECK_EQ_INT(tcf_decode_offset_calc_clear(oc, sizeof oc, 3), -1);
+    dims = 2;
+    memcpy(oc, &dims, 4);
+    CHECK_EQ_INT(tcf_decode_offset_calc_clear(oc, sizeof oc - 1, 3), -1);
+    CHECK_EQ_INT(tcf_decode_offset_calc_clear(oc, sizeof oc, 3), 0);
+}
+
 int main(void)
 {
     glob_t g;
@@ -287,6 +334,7 @@ int main(void)
     RUN(corrupted_bytes_are_refused);
     RUN(int_divider);
     RUN(resize_for_verification);
+    RUN(offset_calc_unused_entries_cleared);
     for (size_t i = 0; i < nls; i++)
         free(ls[i].params);
     for (size_t i = 0; i < nks; i++)

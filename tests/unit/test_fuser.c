@@ -292,6 +292,85 @@ TEST(strided_broadcast_rmsnorm)
     CHECK(P(w2, 5) == 0 && plan.ngroups == 1 && plan.groups[0].g.vec == 1 && plan.groups[0].g.bcast0 == 0);
 }
 
+/* A decoded two-input cat (recognize/decode_cat.c) over [D, S, H, B] (innermost first). */
+static tcf_item_t cat2(uint64_t out, uint64_t in0, uint64_t in1_real, uint32_t lo1, const uint32_t *size,
+                       const uint32_t st[][4])
+{
+    tcf_item_t it = sv(op3(TCF_OP_CAT, TCF_DT_F16, 0, out, 2, in0, 0, 0), 4, size, st);
+    tcf_op_t *o = &it.op;
+    o->loop = TCF_LOOP_CAT, o->cat_dim = 0;
+    o->in[1] = in1_real - (uint64_t)lo1 * st[0][2];
+    o->cat_lo[0] = 0, o->cat_len[0] = lo1, o->cat_lo[1] = lo1, o->cat_len[1] = size[0] - lo1;
+    o->nscalar = 2;
+    o->s[0] = (tcf_scalar_t){ .dt = TCF_DT_NONE, .bits = size[0] };
+    o->s[1] = (tcf_scalar_t){ .dt = TCF_DT_NONE, .bits = lo1 };
+    return it;
+}
+
+/* HF's q * cos + rotate_half(q) * sin in bf16, B 2, H 4, S 8, D 16, q a transposed view
+ * of a [B, S, H, D] tensor: neg(x2) over [.., D/2] (another size: it cannot join), the
+ * cat of (-x2, x1) with x1 a slice of q, * sin broadcast over B and H, + q * cos. The
+ * cat, the mul and the add are one group; the cat takes bf16 from its consumer, its and
+ * the mul's stores are dropped (freed), its inputs' extents are their real bytes (the
+ * x1 view's base lies 16 bytes before q). */
+TEST(rotate_half_chain)
+{
+    uint64_t q = MB(0), qcos = MB(1), sin = MB(2), x2n = MB(3), c = MB(4), m = MB(5), y = MB(6);
+    tcf_item_t neg = SV(op3(TCF_OP_NEG, TCF_DT_BF16, 0, x2n, 1, q + 16, 0, 0), 4, L(8, 8, 4, 2),
+                        L(L(2, 2), L(16, 128), L(128, 32), L(512, 1024)));
+    tcf_item_t mul = SV(op3(TCF_OP_MUL, TCF_DT_BF16, 0, m, 2, c, sin, 0), 4, L(16, 8, 4, 2),
+                        L(L(2, 2, 2), L(32, 32, 32), L(256, 256, 0), L(1024, 1024, 0)));
+    tcf_item_t add = scal(SV(op3(TCF_OP_ADD, TCF_DT_BF16, 0, y, 2, qcos, m, 0), 4, L(16, 8, 4, 2),
+                             L(L(2, 2, 2), L(32, 32, 32), L(256, 256, 256), L(1024, 1024, 1024))),
+                          TCF_SARG_NONE, 1.0f, 0, 1);
+    tcf_item_t win[] = {
+        neg,
+        cat2(c, x2n, q, 8, (const uint32_t[]){ 16, 8, 4, 2 },
+             (const uint32_t[][4]){ { 2, 2, 2 }, { 32, 16, 128 }, { 256, 128, 32 }, { 512 * 2, 512, 1024 } }),
+        mul, add, free_(c), free_(m), free_(x2n),
+    };
+    CHECK_EQ_INT(PLAN(win), 0);
+    if (!CHECK_EQ_INT(plan.ngroups, 1)) return;
+    const tcf_fgroup_t *g = &plan.groups[0];
+    CHECK_EQ_INT(plan.item_group[0], -1);
+    CHECK_EQ_INT(plan.reasons[TCF_FUSER_SIZE], 1);
+    CHECK(g->first == 1 && g->last == 3 && g->nitems == 3 && g->g.ndim >= 1);
+    CHECK_EQ_INT(g->g.vec, 1);   /* a two-input cat loads element by element */
+    CHECK_EQ_INT(gop(0, 0)->kind, TCF_OP_CAT);
+    CHECK_EQ_INT(gop(0, 0)->out_dt, TCF_DT_BF16);   /* OpaqueType<2> as its consumer's */
+    CHECK_EQ_INT(gop(0, 0)->in_dt[1], TCF_DT_BF16);
+    CHECK(gop(0, 1)->in_src[0] == SRC(0) && gop(0, 2)->in_src[1] == SRC(1));
+    CHECK(gop(0, 0)->out_buf == TCF_NO_STORE && gop(0, 1)->out_buf == TCF_NO_STORE);
+    CHECK_EQ_INT(g->stores_dropped, 2);
+    CHECK_EQ_INT(g->g.nbufs, 5);   /* -x2, x1, sin, q * cos, y */
+    CHECK(g->args.buf[0] == x2n && g->args.buf[1] == q - 16);
+    CHECK(g->args.s[0] == 16 && g->args.s[1] == 8);
+    tcf_fused_args_t a;
+    CHECK_EQ_INT(tcf_fuser_bind(g, win, sizeof win / sizeof win[0], &a), 0);
+    CHECK(!memcmp(&a, &g->args, sizeof a));
+    char src[32768];
+    CHECK(tcf_codegen_source(&g->g, src, sizeof src) > 0);
+    CHECK(strstr(src, "const tcf_b *g0, const tcf_b *g1") != NULL);
+    /* x1's view reaches 16 bytes before q, its real bytes do not: a block that ends at q
+     * written in the group is no overlap; one that reaches into q's first row is */
+    tcf_item_t z = SV(op3(TCF_OP_EXP, TCF_DT_BF16, 0, q - 2048, 1, MB(9), 0, 0), 4, L(16, 8, 4, 2),
+                      L(L(2, 2), L(32, 32), L(256, 256), L(1024, 1024)));
+    tcf_item_t w2[] = { win[1], z, mul, add };
+    CHECK_EQ_INT(P(w2, 4), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].nitems == 4);
+    w2[1].op.out += 2;   /* the cat stays alone, the rest fuses */
+    CHECK_EQ_INT(P(w2, 4), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].first == 1 && plan.reasons[TCF_FUSER_OVERLAP] == 1);
+    /* the cat's output written again through another view inside the group: overlap */
+    tcf_item_t w3[4] = { win[1], win[2], add, free_(c) };
+    w3[2].op.out = c + 2;
+    CHECK_EQ_INT(P(w3, 4), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].nitems == 2 && plan.reasons[TCF_FUSER_OVERLAP] == 1);
+    /* no consumer, no producer of 2 bytes in the window: half, bits all the same */
+    tcf_item_t w4[2] = { win[1], UN(EXP, MB(20), MB(21)) };
+    CHECK(tcf_fuser_single(&w4[0].op, &plan.groups[0]) == 0 && plan.groups[0].g.ops[0].out_dt == TCF_DT_F16);
+}
+
 TEST(strided_spaces_and_views)
 {
     uint64_t x = MB(0), t = MB(1), y = MB(2), z = MB(3);
@@ -497,15 +576,22 @@ TEST(hand_gelu_is_one_group_of_8)
 }
 
 /* An operand's extent end, from its own dims (independently of space.c). */
-static uint64_t extent_end(const tcf_op_t *op, unsigned o)
+/* [*beg, end) of operand o: a cat's input from its real first element over its range
+ * (op.h), any other operand from its pointer. */
+static uint64_t extent_of(const tcf_op_t *op, unsigned o, uint64_t *beg)
 {
     int d = o ? op->in_dt[o - 1] : op->out_dt;
     uint64_t es = d == TCF_DT_F32 ? 4 : d == TCF_DT_BOOL ? 1 : 2, m = 0;
     uint64_t p = o ? op->in[o - 1] : op->out;
+    int cat = op->kind == TCF_OP_CAT && o;
+    if (cat)
+        p += (uint64_t)op->cat_lo[o - 1] * op->it.stride[o][op->cat_dim];
+    *beg = p;
     if (!op->it.ndim)
         return p + op->n * es;
     for (unsigned k = 0; k < op->it.ndim; k++)
-        m += (uint64_t)(op->it.size[k] - 1) * op->it.stride[o][k];
+        m += (uint64_t)((cat && k == op->cat_dim ? op->cat_len[o - 1] : op->it.size[k]) - 1) *
+             op->it.stride[o][k];
     return p + m + es;
 }
 
@@ -523,11 +609,15 @@ static int group_sane(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g)
         if (it[i].kind != TCF_ITEM_OP) continue;
         if (k >= g->nitems || g->items[k++] != i || it[i].op.n != g->n) return 0;
         for (unsigned o = 0; o <= it[i].op.nin; o++) {
+            /* a cat's dtype is its element's size (the planner takes its neighbours') */
             int d = o ? it[i].op.in_dt[o - 1] : it[i].op.out_dt;
-            uint64_t p = o ? it[i].op.in[o - 1] : it[i].op.out, e = extent_end(&it[i].op, o);
+            if (it[i].op.kind == TCF_OP_CAT && d != TCF_DT_F32)
+                d = TCF_DT_NONE;
+            uint64_t p, e = extent_of(&it[i].op, o, &p);
             for (int r = 0; r < nr; r++)
                 if (dt[r] >= 0 && p < hi[r] && lo[r] < e && (!o || wr[r]) &&
-                    (p != lo[r] || e != hi[r] || d != dt[r]))
+                    (p != lo[r] || e != hi[r] ||
+                     (d != dt[r] && d != TCF_DT_NONE && dt[r] != TCF_DT_NONE)))
                     return 0;
             lo[nr] = p, hi[nr] = e, dt[nr] = d, wr[nr++] = !o;
         }
@@ -642,6 +732,7 @@ int main(void)
     RUN(single_op_group);
     RUN(strided_broadcast_rmsnorm);
     RUN(strided_spaces_and_views);
+    RUN(rotate_half_chain);
     RUN(dead_block_reused_at_another_size);
     RUN(verify_shrink);
     RUN(recorded_traces);

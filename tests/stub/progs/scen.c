@@ -23,6 +23,7 @@
  *   query X      ka, the harmless query X, kb |cuStreamSynchronize = 1 window of 2
  *   ops          ka memsetD8 DtoD memsetD32 kb memsetD16 |cuStreamSynchronize
  *                = 1 window: 2 launches, 4 ops
+ *   setup        the setup alone: a context, streams, buffers, no launch
  */
 #include "tests/stub/progs/common.h"
 
@@ -294,7 +295,9 @@ int main(int argc, char **argv)
     const char *arg = argc > 2 ? argv[2] : "";
     drv_open(&d, method);
     world_init(&d, &w);
-    if (strcmp(sc, "launch") == 0) {
+    if (strcmp(sc, "setup") == 0) {
+        ;
+    } else if (strcmp(sc, "launch") == 0) {
         scen_launch();
     } else if (strcmp(sc, "windows") == 0) {
         scen_windows();
@@ -325,7 +328,7 @@ int main(int argc, char **argv)
         said("kb", launch_kb(&d, &w, w.s[0], w.buf[0], w.buf[1], 2.0f));
         said("cuStreamSynchronize", d.streamSynchronize(w.s[0]));
     } else {
-        printf("usage: scen [-l METHOD] launch|windows|repeat|sizecap N|idle MS|streams|ops|"
+        printf("usage: scen [-l METHOD] setup|launch|windows|repeat|sizecap N|idle MS|streams|ops|"
                "boundary X|query X\n");
         return 2;
     }
