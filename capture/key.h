@@ -28,10 +28,12 @@ typedef struct {
 typedef struct {
     uint64_t *vals;
     uint32_t *nums;
+    uint32_t *gens;   /* a slot is in use for this window when its gen is the window's: no
+                       * clearing per window (a window of one launch after one of hundreds
+                       * cleared the larger table; any clearing cost every close) */
     uint32_t  cap;
-    uint32_t  used;   /* slots of this window's table: a power of two <= cap, the part
-                       * cleared per window (a window of one launch after one of hundreds
-                       * must not clear the larger table) */
+    uint32_t  used;   /* slots of this window's table: a power of two <= cap */
+    uint32_t  gen;    /* this window's */
 } tcf_key_scratch_t;
 
 uint64_t tcf_key_window(const tcf_key_item_t *items, size_t n, uint64_t dev_lo,

@@ -46,6 +46,8 @@ void tcf_stats_window(uint64_t key, uint32_t nlaunch, const char *reason)
 {
     atomic_fetch_add(&tcf_ctr.windows, 1);
     atomic_fetch_add(&tcf_ctr.windows_launches, nlaunch);
+    if (!tcf_cfg.stats)
+        return;  /* lengths, reasons and keys are the summary's alone */
     pthread_mutex_lock(&tcf_slock);
     if (tcf_lengths)
         tcf_lengths[nlaunch < tcf_maxlen ? nlaunch : tcf_maxlen]++;

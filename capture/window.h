@@ -67,6 +67,8 @@ typedef struct tcf_window {
                                         * allocated when the mode acts) */
     uint32_t         nheld, exec_from; /* held events; first event not yet issued/planned */
     uint32_t         ndec;             /* decoded launches since exec_from, held or not */
+    uint64_t         hold_site;        /* where the held work was held from (exec/sites.c);
+                                        * 0: none, or no policy */
     /* replay (graph mode; replay/ owns these, capture never resets them) */
     uint64_t         rseed, rh;        /* the key's seed at the window's first launch, and
                                         * the key so far while holding */

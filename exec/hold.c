@@ -4,7 +4,9 @@
  *
  * Holding costs overlap: while a window is held the GPU waits for the host. So a window
  * is held only from a launch known to start a group whose generated kernel is ready
- * (DESIGN.md: hold only what pays), or, with TCFUSE_HOLD_ALL, from any decodable launch.
+ * (DESIGN.md: hold only what pays), and not from a place where windows held before fused
+ * nothing (sites.c, TCFUSE_HOLD_ADAPT); or, with TCFUSE_HOLD_ALL, from any decodable
+ * launch.
  * Other decoded launches go to the driver at once and are kept in the window with their
  * op; when their chain ends the window is planned all the same, which queues the compiles
  * of its groups and, once a group's kernel is ready, makes its first launch a start. A
@@ -166,10 +168,31 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
 
     int taken = 0;
     pthread_mutex_lock(&w->lock);
+    uint64_t site = 0;
+    if (start && !w->nheld && !tcf_cfg.hold_all && tcf_cfg.hold_adapt) {
+        /* A hold would begin: not where held windows fused nothing (sites.c). */
+        site = tcf_site_key(w, k);
+        switch (tcf_site_hold(site)) {
+        case TCF_SITE_PASS:
+            start = 0;
+            atomic_fetch_add_explicit(&tcf_xctr.site_passed, 1, memory_order_relaxed);
+            break;
+        case TCF_SITE_PROBE:
+            atomic_fetch_add_explicit(&tcf_xctr.site_probes, 1, memory_order_relaxed);
+            break;
+        case TCF_SITE_PROBE_TABLE:
+            atomic_fetch_add_explicit(&tcf_xctr.site_probes_table, 1, memory_order_relaxed);
+            break;
+        case TCF_SITE_HOLD:
+            break;
+        }
+    }
     if (start || w->nheld) {  /* held: issued with its window's plan */
         if (tcf_fuse_append(w, k, buf, &op, 1, CUDA_SUCCESS, stream, grid, block, smem)) {
-            if (!w->nheld)
+            if (!w->nheld) {
                 atomic_fetch_add_explicit(&tcf_xctr.holds, 1, memory_order_relaxed);
+                w->hold_site = site;
+            }
             w->nheld++;
             atomic_fetch_add_explicit(&tcf_xctr.held, 1, memory_order_relaxed);
             *result = CUDA_SUCCESS;

@@ -4,6 +4,7 @@
  *   starts.c   the set of kernels that start a group whose generated kernel is ready
  *   run.c      a window's flush: plan, then issue fused groups and the rest in order
  *   vain.c     chains planned to learn that found nothing, not planned again
+ *   sites.c    places where holding fused nothing, passed (issued at once) until re-checked
  *   table.c    generated kernels by source hash, the group memo, eviction
  *   worker.c   the background thread: NVRTC, disk cache, compile, load, queue
  *   verdict.c  verdicts on disk, each decoded kernel's own check
@@ -155,6 +156,20 @@ uint64_t tcf_vain_key(const tcf_window_t *w, uint32_t from, uint32_t n);
 int tcf_vain_has(uint64_t key);
 void tcf_vain_put(uint64_t key);
 
+/* --- hold sites (sites.c) ----------------------------------------------------------- */
+typedef enum {
+    TCF_SITE_HOLD = 0,      /* hold: unknown, or holding paid here */
+    TCF_SITE_PASS,          /* issue at once: held windows from here fused nothing */
+    TCF_SITE_PROBE,         /* hold to re-check, after passes */
+    TCF_SITE_PROBE_TABLE,   /* hold to re-check: the kernel table changed since */
+} tcf_site_decision_t;
+/* The site of a would-be hold from kernel k on w (locked): k with the event before it. */
+uint64_t tcf_site_key(const tcf_window_t *w, const tcf_kernel_t *k);
+/* Whether to hold from the site now (a pass or a re-check is counted in its slot). */
+tcf_site_decision_t tcf_site_hold(uint64_t site);
+/* A window held from the site was flushed: whether any of its groups ran fused. */
+void tcf_site_done(uint64_t site, int fused);
+
 /* --- the worker (worker.c) ----------------------------------------------------------- */
 /* Makes the worker, once (the first kernel launch calls it: worker.c says why not
  * sooner); it opens NVRTC and the disk cache at once. Cheap when done. */
@@ -214,6 +229,11 @@ typedef struct {
                                             * again (vain.c) */
     atomic_ullong no_nvrtc;                /* launches not decoded: no NVRTC was found */
     atomic_ullong no_worker;               /* launches not decoded: no worker thread */
+    atomic_ullong holds_vain;              /* held windows whose flush fused nothing */
+    atomic_ullong site_passed;             /* would-be holds passed: their site's held
+                                            * windows fused nothing (sites.c) */
+    atomic_ullong site_probes, site_probes_table; /* sites held again to re-check: after
+                                            * passes, after the kernel table changed */
     atomic_ulong  refused[TCF_DECODE_NSTATUS]; /* launches not decoded, by reason */
 } tcf_xcounters_t;
 extern tcf_xcounters_t tcf_xctr;

@@ -72,7 +72,8 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
     (void)reason;
     if (!w->nheld && !w->ndec)
         return;
-    if (w->nheld)
+    uint32_t was_held = w->nheld, nfused = 0;   /* groups run fused (or tried) */
+    if (was_held)
         atomic_fetch_add(&tcf_xctr.flushes, 1);
     CUcontext cur = NULL;
     int switched = 0;
@@ -175,6 +176,7 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
                     rc = tcf_drv.launch_kernel(fn[grp], grid[0], grid[1], grid[2], block[0],
                                                block[1], block[2], 0,
                                                (CUstream)(uintptr_t)e->stream, kp, NULL);
+                nfused++;   /* tried: a failed launch is not the hold's fault */
                 if (rc == CUDA_SUCCESS) {
                     for (uint8_t j = 0; j < G->nitems; j++)
                         atomic_fetch_add_explicit(&w->ev[from + G->items[j]].u.l.k->fused, 1,
@@ -216,6 +218,13 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
     }
     for (uint32_t p = 0; p < npending; p++)
         tcf_issue_free(&w->ev[pending[p]]);
+    if (was_held) {  /* what holding bought: the hold policy learns it (sites.c) */
+        if (!nfused)
+            atomic_fetch_add_explicit(&tcf_xctr.holds_vain, 1, memory_order_relaxed);
+        if (w->hold_site)
+            tcf_site_done(w->hold_site, nfused > 0);
+        w->hold_site = 0;
+    }
     w->nheld = 0;
     w->ndec = 0;
     w->exec_from = w->nev;

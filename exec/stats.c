@@ -78,6 +78,17 @@ void tcf_exec_stats_print(void)
             (unsigned long long)atomic_load(&tcf_xctr.flushes),
             (unsigned long long)atomic_load(&tcf_xctr.learned),
             (unsigned long long)atomic_load(&tcf_xctr.learn_skipped));
+    tcf_out("  hold policy   %llu held windows fused nothing; %llu holds passed (their place "
+            "fused nothing when held), %llu held again to re-check (%llu after passes, %llu "
+            "after new kernels)%s",
+            (unsigned long long)atomic_load(&tcf_xctr.holds_vain),
+            (unsigned long long)atomic_load(&tcf_xctr.site_passed),
+            (unsigned long long)(atomic_load(&tcf_xctr.site_probes) +
+                                 atomic_load(&tcf_xctr.site_probes_table)),
+            (unsigned long long)atomic_load(&tcf_xctr.site_probes),
+            (unsigned long long)atomic_load(&tcf_xctr.site_probes_table),
+            tcf_cfg.hold_all ? " (TCFUSE_HOLD_ALL: always held)"
+            : tcf_cfg.hold_adapt ? "" : " (TCFUSE_HOLD_ADAPT=0: always held)");
     /* bench/run-all reads "fused N groups; M launches removed": keep that prefix */
     tcf_out("  fused         %llu groups; %llu launches removed, %llu stores dropped, "
             "%llu MiB of traffic avoided; %llu groups over N-d spaces, %llu with a row "

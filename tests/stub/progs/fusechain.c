@@ -20,6 +20,9 @@
  * EXIT says how the process ends, right after launching the chain once more without
  * synchronizing (so a window holds it, in fuse mode once its kernel is known):
  *   return   main returns (the default, after the synchronized iterations and the copy)
+ *   alone    as return, and each iteration also launches mul alone between two tanh, then
+ *            synchronizes: mul starts a fusable group (the chain's), but not there, so a
+ *            window held from it there fuses nothing (exec/sites.c learns to pass it)
  *   exit     exit(3)
  *   _exit    _exit(4): no exit handlers run
  *   handler  SIGUSR1 is raised; its handler calls exit(5) (exit handlers run inside a
@@ -82,6 +85,9 @@ int main(int argc, char **argv)
     const char *method = prog_lookup(&argc, &argv);
     int iters = argc > 1 ? atoi(argv[1]) : 4;
     const char *how = argc > 2 ? argv[2] : "return";
+    int alone = !strcmp(how, "alone");
+    if (alone)
+        how = "return";
     drv_open(&d, method);
     world_init(&d, &w);
     CUkernel kmul = NULL, kadd = NULL, ktanh = NULL;
@@ -137,6 +143,12 @@ int main(int argc, char **argv)
         said("add", go(kadd, b ? add_p2 : add_p));
         said("tanh", go(ktanh, b ? tanh_p2 : tanh_p));
         said("cuStreamSynchronize", d.streamSynchronize(NULL));
+        if (alone) {
+            said("tanh", go(ktanh, tanh_p));
+            said("mul alone", go(kmul, mul_p));
+            said("tanh", go(ktanh, tanh_p));
+            said("cuStreamSynchronize", d.streamSynchronize(NULL));
+        }
     }
     if (strcmp(how, "return") && !swap) {
         said("mul", go(kmul, mul_p));
