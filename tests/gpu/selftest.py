@@ -414,6 +414,13 @@ def main():
         res = json.load(open(os.path.join(d, "bu", "results.json")))["results"]
         check(not [r for r in res if "repeat" in r] and "7 runs not started" in out,
               "run-all budget", out[-800:])
+        # --fill: one unmeasured run after each cold run, not in the results
+        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,fuse",
+                     "--out", os.path.join(d, "fi"), "--fill")
+        res = json.load(open(os.path.join(d, "fi", "results.json")))["results"]
+        check(rc == 0 and "fuse-fill rc 0" in out and "eager-fill" not in out and
+              sorted(r["variant"] for r in res) == ["eager", "fuse", "fuse-cold"],
+              "run-all fill", out[-800:])
 
         ptests_checks(d)
         check_reduce_check(os.path.join(d, "reduce"))
