@@ -106,6 +106,18 @@ int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params);
  * stops the worker and leaves the windows to replay. */
 extern atomic_int tcf_beside;
 
+/* --- planning scratch (run.c) ------------------------------------------------------ */
+/* What planning a window needs, per thread that plans, made on its first plan: a plan is
+ * tens of KiB and flushes are frequent, so nothing is allocated per flush. Shared by fuse
+ * mode's flushes (run.c) and full mode's plans (steps.c); never used nested. */
+typedef struct {
+    tcf_item_t items[TCF_FUSER_MAX_ITEMS];
+    uint16_t   ev_of[TCF_FUSER_MAX_ITEMS];
+    tcf_plan_t plan;
+} tcf_exec_scratch_t;
+/* NULL when out of memory (the caller then issues the window as it came). */
+tcf_exec_scratch_t *tcf_exec_scratch(void);
+
 /* --- starts (starts.c) --------------------------------------------------------------- */
 /* A window is held from a launch of a kernel that starts a group whose generated kernel
  * is ready (hold.c). Not the element count: the generated source does not depend on it,

@@ -28,14 +28,6 @@ static void tcf_issue_free(const tcf_event_t *e)
         atomic_fetch_add(&tcf_xctr.held_failed, 1);
 }
 
-/* What planning a flush needs, per thread that flushes, made on its first flush: a plan
- * is large (tens of KiB) and flushes are frequent, so nothing is allocated per flush. */
-typedef struct {
-    tcf_item_t items[TCF_FUSER_MAX_ITEMS];
-    uint16_t   ev_of[TCF_FUSER_MAX_ITEMS];
-    tcf_plan_t plan;
-} tcf_exec_scratch_t;
-
 static pthread_key_t tcf_scratch_key;
 static pthread_once_t tcf_scratch_once = PTHREAD_ONCE_INIT;
 static int tcf_scratch_key_ok;
@@ -55,8 +47,7 @@ static void tcf_scratch_key_make(void)
     tcf_scratch_key_ok = pthread_key_create(&tcf_scratch_key, tcf_scratch_free) == 0;
 }
 
-/* NULL when out of memory (the flush then issues everything as held). */
-static tcf_exec_scratch_t *tcf_exec_scratch(void)
+tcf_exec_scratch_t *tcf_exec_scratch(void)
 {
     if (!tcf_scratch) {
         pthread_once(&tcf_scratch_once, tcf_scratch_key_make);

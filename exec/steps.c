@@ -11,40 +11,6 @@
 
 atomic_int tcf_beside;
 
-/* Per thread that closes windows, made on its first plan (a plan is tens of KiB). */
-typedef struct {
-    tcf_item_t items[TCF_FUSER_MAX_ITEMS];
-    uint16_t   ev_of[TCF_FUSER_MAX_ITEMS];
-    tcf_plan_t plan;
-} tcf_steps_scratch_t;
-
-static pthread_key_t tcf_sscratch_key;
-static pthread_once_t tcf_sscratch_once = PTHREAD_ONCE_INIT;
-static int tcf_sscratch_key_ok;
-static _Thread_local tcf_steps_scratch_t *tcf_sscratch;
-
-static void tcf_sscratch_free(void *p)
-{
-    tcf_sscratch = NULL;
-    free(p);
-}
-
-static void tcf_sscratch_key_make(void)
-{
-    tcf_sscratch_key_ok = pthread_key_create(&tcf_sscratch_key, tcf_sscratch_free) == 0;
-}
-
-static tcf_steps_scratch_t *tcf_steps_scratch(void)
-{
-    if (!tcf_sscratch) {
-        pthread_once(&tcf_sscratch_once, tcf_sscratch_key_make);
-        if (!tcf_sscratch_key_ok || !(tcf_sscratch = tcf_malloc(sizeof *tcf_sscratch)))
-            return NULL;
-        pthread_setspecific(tcf_sscratch_key, tcf_sscratch);
-    }
-    return tcf_sscratch;
-}
-
 void tcf_exec_init_beside(void)
 {
     if (!tcf_cfg.fusion || !tcf_drv.launch_kernel) {
@@ -156,8 +122,8 @@ static int tcf_steps_decode(tcf_window_t *w, uint32_t i)
 int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
 {
     uint32_t n = w->nev, ndec = 0;
-    tcf_steps_scratch_t *sc = NULL;
-    if (!tcf_exec_steps_on() || n > TCF_FUSER_MAX_ITEMS || !(sc = tcf_steps_scratch())) {
+    tcf_exec_scratch_t *sc = NULL;
+    if (!tcf_exec_steps_on() || n > TCF_FUSER_MAX_ITEMS || !(sc = tcf_exec_scratch())) {
         tcf_steps_as_issued(w, s);
         return -1;
     }
