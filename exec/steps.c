@@ -11,6 +11,11 @@
 
 atomic_int tcf_beside;
 
+uint64_t tcf_exec_steps_epoch(void)
+{
+    return atomic_load_explicit(&tcf_fk_epoch, memory_order_acquire);
+}
+
 void tcf_exec_init_beside(void)
 {
     if (!tcf_cfg.fusion || !tcf_drv.launch_kernel) {

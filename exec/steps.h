@@ -60,6 +60,9 @@ int tcf_exec_steps_on(void);
  * every node event as issued, final. w locked. */
 int tcf_exec_steps(struct tcf_window *w, int learn, tcf_steps_t *s);
 void tcf_steps_free(tcf_steps_t *s);
+/* The kernel table's epoch: it moves whenever a generated kernel is made, becomes ready
+ * or unusable, or is evicted. A plan that was not final may be final once it has moved. */
+uint64_t tcf_exec_steps_epoch(void);
 
 /* Starts exec beside replay in full mode: the worker, no holding of exec's own (replay
  * owns the windows, and exec's exit never drops their held work). */

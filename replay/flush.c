@@ -133,10 +133,8 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
     if (full) {
         int r = tcf_rfull_fill(full, w, sigs, n);
         pthread_mutex_lock(&tcf_rplan_lock);
-        if (r != 0) {   /* a compile to wait for (or no memory): the key's next window */
+        if (r != 0) {   /* no memory: the key's next window */
             full->state = TCF_RP_COUNTING;
-            if (r > 0)
-                atomic_fetch_add_explicit(&tcf_rctr.full_waiting, 1, memory_order_relaxed);
         } else if (tcf_cfg.replay_sync || tcf_rworker_enqueue(full) != 0) {
             full->built_sync = 1;
             build = full;
@@ -165,10 +163,12 @@ static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
         atomic_fetch_add_explicit(&tcf_rctr.issued_no_graph, 1, memory_order_relaxed);
         return 0;
     }
-    int done = 0, reason = -1;
+    int done = 0, reason = -1, renew = 0;
     uint32_t patched = 0;
     if (!tcf_rmatches(p, w)) {
         atomic_fetch_add_explicit(&tcf_rctr.issued_collision, 1, memory_order_relaxed);
+    } else if (!p->osig && tcf_rfull_upgrade_due(p, w)) {
+        renew = 1;   /* full mode: its fused plan replaces this plain graph */
     } else {
         CUcontext prev;
         int sw = tcf_rctx_enter(w, &prev);
@@ -191,6 +191,8 @@ static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
     tcf_rplan_done(p);
     if (!done && reason >= 0 && p->state == TCF_RP_READY)
         tcf_rplan_give_up(p, reason);
+    if (renew && !p->busy && p->state == TCF_RP_READY)
+        tcf_rplan_renew(p);   /* else another flush replays it now: the next window asks again */
     pthread_mutex_unlock(&tcf_rplan_lock);
     *plan = p;
     return done;

@@ -3,9 +3,13 @@
  * window's launches (the same work, the same key); when it is warm its window is planned
  * as fuse mode would run it, and only a final plan (no group's kernel still compiling or
  * verifying) becomes a graph: each fused group one node of its generated kernel, the
- * other launches, memsets and copies nodes as issued. A plan that is not final leaves the
- * key counting: its next window is planned again, until the worker is done. A plan with
- * nothing fused is graph mode's plan.
+ * other launches, memsets and copies nodes as issued. A plan with nothing fused is graph
+ * mode's plan; so is a plan that is not final, for now: the key replays as in graph mode
+ * while its kernels compile (a short program or a server's first minutes would otherwise
+ * gain nothing from replay), and once the kernel table has moved its next window is
+ * planned again; a final plan with fused steps then replaces the plain graph (the window
+ * runs as issued, the key is counted again from the warm-up count, and its next window
+ * makes the fused plan at once).
  *
  * Every held window of a key with fused nodes is planned again when it closes (its
  * pointers and scalars are its own, and so are the fused kernels' bound arguments); its
@@ -71,9 +75,14 @@ static void tcf_rnode_index(const tcf_window_t *w, uint32_t *map)
 int tcf_rfull_fill(tcf_rplan_t *p, tcf_window_t *w, const tcf_rsig_t *sigs, uint32_t n)
 {
     tcf_steps_t *st = tcf_rsteps_mine();
+    uint64_t epoch = tcf_exec_steps_epoch();   /* before planning: a move during it is seen */
     int r = tcf_exec_steps_on() ? tcf_exec_steps(w, 1, st) : -1;
-    if (r == 0 && !st->final)
-        return 1;
+    if (r == 0 && !st->final) {   /* kernels compiling: a plain graph until they are done */
+        atomic_fetch_add(&tcf_rctr.full_waiting, 1);
+        atomic_store(&p->upgrade_epoch, epoch | 1);   /* never 0 */
+        return tcf_rplan_fill(p, w, sigs, n);
+    }
+    atomic_store(&p->upgrade_epoch, 0);
     if (r != 0 || !st->fused) {   /* nothing fused: graph mode's plan */
         atomic_fetch_add(&tcf_rctr.full_plain, 1);
         return tcf_rplan_fill(p, w, sigs, n);
@@ -193,18 +202,41 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
     return rc;
 }
 
+int tcf_rfull_upgrade_due(tcf_rplan_t *p, tcf_window_t *w)
+{
+    uint64_t was = atomic_load(&p->upgrade_epoch), epoch = tcf_exec_steps_epoch();
+    if (!was || (epoch | 1) == was || !tcf_exec_steps_on())
+        return 0;
+    tcf_steps_t *st = tcf_rsteps_mine();
+    if (tcf_exec_steps(w, 1, st) != 0) {   /* nothing could be planned: stay plain */
+        atomic_store(&p->upgrade_epoch, 0);
+        return 0;
+    }
+    if (!st->final) {
+        atomic_store(&p->upgrade_epoch, epoch | 1);
+        return 0;
+    }
+    atomic_store(&p->upgrade_epoch, 0);
+    if (!st->fused)
+        return 0;
+    atomic_fetch_add(&tcf_rctr.full_upgraded, 1);
+    return 1;
+}
+
 void tcf_rfull_stats_print(void)
 {
     if (!tcf_rfull)
         return;
     tcf_out("  full          %llu windows replayed with generated kernels (%llu kernels run in "
             "graphs, %llu launches fused away); %llu graphs made with fused steps, %llu with "
-            "nothing to fuse; %llu windows waited for a kernel's compile",
+            "nothing to fuse; %llu plain while their kernels compiled, %llu of them replaced "
+            "by fused ones",
             (unsigned long long)atomic_load(&tcf_rctr.full_replayed),
             (unsigned long long)atomic_load(&tcf_rctr.full_fused),
             (unsigned long long)atomic_load(&tcf_rctr.full_removed),
             (unsigned long long)atomic_load(&tcf_rctr.full_plans),
             (unsigned long long)atomic_load(&tcf_rctr.full_plain),
-            (unsigned long long)atomic_load(&tcf_rctr.full_waiting));
+            (unsigned long long)atomic_load(&tcf_rctr.full_waiting),
+            (unsigned long long)atomic_load(&tcf_rctr.full_upgraded));
     tcf_exec_steps_stats_print();
 }

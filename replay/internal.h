@@ -171,6 +171,10 @@ typedef struct tcf_rplan {
      * generated kernels, replacing `removed` launches more than their count. */
     tcf_rsig_t       *osig;            /* NULL: the nodes are the window's launches */
     uint32_t          norig, fused, removed;
+    /* Full mode, a plain graph made while the key's kernels compiled (osig NULL): the
+     * kernel table's epoch when its window was last planned; 0 when the plain graph is
+     * final. Read and written by the flushes that replay it (full.c). */
+    atomic_ullong     upgrade_epoch;
 } tcf_rplan_t;
 
 extern pthread_mutex_t tcf_rplan_lock;
@@ -186,6 +190,9 @@ void tcf_rplan_done(tcf_rplan_t *p);
 /* The worker made p ready: its prefixes join the set, memory is counted, and the least
  * recently replayed plans go past the caps. Lock held. */
 void tcf_rplan_ready(tcf_rplan_t *p);
+/* Drops p's graph and has its key counted again from the warm-up count, so that its next
+ * window makes a new plan (full mode's upgrade). Lock held, p not busy. */
+void tcf_rplan_renew(tcf_rplan_t *p);
 /* Gives key p up for good (its graph destroyed later). Lock held. */
 void tcf_rplan_give_up(tcf_rplan_t *p, int reason);
 /* Graphs dropped a while ago are destroyed (by the worker, between jobs; lock held). */
@@ -235,14 +242,21 @@ void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
 /* TCFUSE_MODE=full: plans are made from exec's steps of the window (exec/steps.h). */
 extern int tcf_rfull;
 /* Makes p (BUILDING, no lock held) from window w's fusion plan; w's n node signatures
- * are sigs. 0 filled (p's nodes are the steps, or the launches when nothing fuses); 1 the
- * plan is not final (a group's kernel is still compiling: try at the key's next window);
- * -1 out of memory. */
+ * are sigs. 0 filled: p's nodes are the steps; or the launches, when nothing fuses, or
+ * when the plan is not final (a group's kernel still compiling: a plain graph replays the
+ * key meanwhile, and tcf_rfull_upgrade_due replaces it once the kernels are done); -1 out
+ * of memory. */
 int tcf_rfull_fill(tcf_rplan_t *p, tcf_window_t *w, const tcf_rsig_t *sigs, uint32_t n);
 /* Runs held window w as p's graph of steps (p->osig set, w matched): its steps planned
  * again for this window, compared with p's nodes, the fused ones' parameters patched like
  * any node. 0 replayed; -1 not (*reason plan_changed when the steps differ). */
 int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched);
+/* A plain graph made while p's kernels compiled (upgrade_epoch set), about to replay held
+ * window w: once the kernel table has moved since w's key was last planned, w is planned
+ * again. 1: the plan is final with fused steps, and the plain graph is to be replaced
+ * (the window then runs as issued and makes the new plan); 0: replay the plain graph (a
+ * final plan with nothing fused makes it final too). w locked, p taken. */
+int tcf_rfull_upgrade_due(tcf_rplan_t *p, tcf_window_t *w);
 /* The summary's line (stats.c). */
 void tcf_rfull_stats_print(void);
 
@@ -291,10 +305,11 @@ typedef struct {
     atomic_ullong capturing, app_captures, held_failed, explored;
     atomic_ullong cuts_unsupported;
     /* full mode: windows replayed with generated kernels, those kernels' runs and the
-     * launches they replaced; keys whose plan waited for a compile (windows), keys made a
-     * graph with steps, with nothing fused */
-    atomic_ullong full_replayed, full_fused, full_removed, full_waiting, full_plans,
-                  full_plain;
+     * launches they replaced; keys made a plain graph while their kernels compiled, and
+     * of those the plain graphs replaced by fused ones; keys made a graph with steps,
+     * with nothing fused */
+    atomic_ullong full_replayed, full_fused, full_removed, full_waiting, full_upgraded,
+                  full_plans, full_plain;
 } tcf_rcounters_t;
 extern tcf_rcounters_t tcf_rctr;
 void tcf_rstats_patched(uint32_t n);

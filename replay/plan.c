@@ -107,6 +107,16 @@ static void tcf_rprefix_rebuild(void)
     }
 }
 
+void tcf_rplan_renew(tcf_rplan_t *p)
+{
+    tcf_rplan_drop_graph(p);
+    p->state = TCF_RP_COUNTING;
+    p->seen = (uint32_t)tcf_cfg.replay_warmup;
+    p->n_graph = 0;   /* the new graph's runs are timed afresh */
+    atomic_store(&p->upgrade_epoch, 0);
+    tcf_rprefix_rebuild();
+}
+
 void tcf_rplan_give_up(tcf_rplan_t *p, int reason)
 {
     int was_ready = p->state == TCF_RP_READY;

@@ -70,23 +70,29 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     [ "$(grep -c '^cuGraphExecKernelNodeSetParams_v2 .* rc=0$' "$T/swap.full.log")" = 10 ]
 }
 
-@test "full: a key waits for its kernel's compile, then its graph holds the generated kernel" {
+@test "full: while a key's kernel compiles its windows replay a plain graph, then a fused one replaces it" {
     # No compile wait: the key is warm long before the worker has compiled and verified
-    # mul+add; its windows run as issued meanwhile (not held), and the first window after
-    # the compile makes the graph. The stub's launches take 2 ms so that the compile ends
-    # within the run.
+    # mul+add; meanwhile its windows replay graph mode's graph of the launches, and the
+    # first window after the compile (the kernel table moved) is planned again, runs as
+    # issued, and makes the fused graph that the windows after it replay. The stub's
+    # launches take 2 ms, and its graph launches 6, so that the compile ends within the run.
     base wait.plain "$PROGS/fusechain" 400 swap
-    FAKECUDA_LAUNCH_DELAY_US=2000 TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 \
+    FAKECUDA_LAUNCH_DELAY_US=2000 FAKECUDA_GRAPH_DELAY_US=6000 TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 \
         tcf wait.full "$PROGS/fusechain" 400 swap
     [ "$status" = 0 ] || { cat "$T/wait.full.err"; return 1; }
     same_text "stdout" "$T/wait.plain.out" "$T/wait.full.out"
     same_work "$T/wait.plain.log" "$T/wait.full.log"
-    [ "$(stat_num "$T/wait.full.err" full '[0-9]+ windows waited')" -gt 0 ]
+    expect_line "$T/wait.full.err" '1 plain while their kernels compiled, 1 of them replaced by fused ones'
     [ "$(full_replayed "$T/wait.full.err")" -gt 0 ] || { cat "$T/wait.full.err"; return 1; }
-    # no graph was made of the plan before its kernel was there
+    # one graph of each: the plain one first, then the fused one
     expect_line "$T/wait.full.err" '1 graphs made with fused steps, 0 with nothing to fuse'
-    # the windows before it ran eager's mul and add
-    [ "$(kernels "$T/wait.full.log" | grep -c '^add$')" -gt 0 ]
+    [ "$(grep -c '^cuGraphInstantiate' "$T/wait.full.log")" = 2 ]
+    # the plain graph replayed eager's mul and add before the generated kernel took over
+    local plain fused
+    plain=$(grep -n '^cuGraphLaunch\.node name=.*CUDAFunctor_add' "$T/wait.full.log" | tail -n 1 | cut -d: -f1)
+    fused=$(grep -n '^cuGraphLaunch\.node name=tcf_fused' "$T/wait.full.log" | head -n 1 | cut -d: -f1)
+    [ -n "$plain" ] && [ -n "$fused" ] && [ "$plain" -lt "$fused" ] || { grep -c cuGraphLaunch "$T/wait.full.log"; return 1; }
+    ! grep -q '^cuGraphLaunch\.node name=.*CUDAFunctor_add' <(tail -n +"$fused" "$T/wait.full.log")
 }
 
 @test "full: a kernel that fails verification leaves graph mode's graph of the launches" {
