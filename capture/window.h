@@ -82,6 +82,9 @@ typedef struct tcf_window {
                                         * measured up to this window's first work) */
     uint64_t         rstart, rprev_start;  /* first work of this window, of the last one */
     uint32_t         rexplore;         /* windows seen: every so often one runs as issued */
+    uint32_t         rvain;            /* held windows run as issued since the last replay */
+    uint32_t         rskip, rback;     /* windows left to run as issued unheld, and the
+                                        * length of the last such pause (replay/flush.c) */
     /* Set by the acting mode's flush when the window ran as one CUDA graph, so that the
      * trace marks it; reset when the window closes. */
     uint32_t         graph_nodes, graph_patched;

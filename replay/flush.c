@@ -215,6 +215,15 @@ void tcf_replay_flush(tcf_window_t *w, const char *reason)
             tcf_rissue_held(w);
         p = tcf_rlearn(w);
     }
+    if (graph) {
+        w->rvain = 0, w->rback = 0;
+    } else if (w->rheld && ++w->rvain >= TCF_R_VAIN) {   /* holding does not pay here */
+        w->rvain = 0;
+        w->rback = !w->rback ? TCF_R_PAUSE
+                   : w->rback < TCF_R_PAUSE_MAX / 2 ? w->rback * 2 : TCF_R_PAUSE_MAX;
+        w->rskip = w->rback;
+        atomic_fetch_add_explicit(&tcf_rctr.pauses, 1, memory_order_relaxed);
+    }
     /* Its time is taken at the stream's next window (a held window that ran as issued is
      * neither sample: it waited for nothing and ran late). */
     w->rprev = graph || (w->rstate == TCF_R_PASS && !w->rheld) ? p : NULL;

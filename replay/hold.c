@@ -240,6 +240,10 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
         if ((x >> 20) % TCF_R_EXPLORE == 0 && tcf_rprefix_has(tcf_rkey_step(w->rh, sig))) {
             w->rstate = TCF_R_PASS;
             atomic_fetch_add_explicit(&tcf_rctr.explored, 1, memory_order_relaxed);
+        } else if (w->rskip) {   /* holding paused on this stream (flush.c) */
+            w->rskip--;
+            w->rstate = TCF_R_PASS;
+            atomic_fetch_add_explicit(&tcf_rctr.paused, 1, memory_order_relaxed);
         }
     }
     if (w->rstate == TCF_R_PASS)

@@ -212,6 +212,14 @@ void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns);
 /* One window in this many, chosen at random, runs as issued although it could be held,
  * to keep the comparison's as-issued side current. */
 #define TCF_R_EXPLORE 128
+/* Holding that does not pay (flush.c): a stream whose held windows ran as issued
+ * TCF_R_VAIN times in a row, with no replay between, holds nothing for its next
+ * TCF_R_PAUSE windows, twice as many each time again up to TCF_R_PAUSE_MAX; a replay ends
+ * the doubling. Where windows repeat only by chance (shapes that change every launch), a
+ * held window mostly leaves every graph's path and runs late for nothing. */
+#define TCF_R_VAIN 4
+#define TCF_R_PAUSE 16
+#define TCF_R_PAUSE_MAX 1024
 
 /* --- graphs (graph.c) ---------------------------------------------------------------- */
 /* Whether the driver has every entry point graph mode needs. */
@@ -303,6 +311,7 @@ typedef struct {
     atomic_ullong not_held[TCF_RN__COUNT];
     atomic_ullong not_held_attr_id[32];
     atomic_ullong capturing, app_captures, held_failed, explored;
+    atomic_ullong pauses, paused;   /* holding paused on a stream (flush.c); windows not held */
     atomic_ullong cuts_unsupported;
     /* full mode: windows replayed with generated kernels, those kernels' runs and the
      * launches they replaced; keys made a plain graph while their kernels compiled, and

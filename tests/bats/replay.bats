@@ -240,6 +240,22 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     [ "$(replayed "$T/fast.graph.err")" = 34 ]
 }
 
+@test "graph: a stream whose held windows keep leaving every graph's path pauses holding" {
+    # chance: a graph is made of the first iterations' window; later windows follow its
+    # first 4 launches (held) and then leave it: after 4 such in a row, 16 windows are
+    # not held, then 32, ...
+    replay_vs_eager chance TCFUSE_REPLAY_SYNC=1 -- chance 80
+    local p n
+    p=$(sed -nE 's/.*pauses +([0-9]+) times.*/\1/p' "$T/chance.graph.err")
+    n=$(sed -nE 's/.*: ([0-9]+) windows then not held.*/\1/p' "$T/chance.graph.err")
+    [ "${p:-0}" -ge 2 ] && [ "${n:-0}" -ge 48 ] || { cat "$T/chance.graph.err"; return 1; }
+    # the windows not held ran as issued: fewer held than windows after the graph
+    [ "$(sed -nE 's/.*; ([0-9]+) windows held.*/\1/p' "$T/chance.graph.err")" -lt 60 ]
+    # a loop whose windows all replay never pauses
+    replay_vs_eager loop-p TCFUSE_REPLAY_SYNC=1 -- loop 8
+    expect_line "$T/loop-p.graph.err" 'pauses +0 times'
+}
+
 @test "graph: graphs past TCFUSE_REPLAY_GRAPHS are evicted, least recently replayed first" {
     replay_vs_eager lru TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_GRAPHS=1 -- switch 8
     [ "$(stat_num "$T/lru.graph.err" graphs '[0-9]+ evicted')" -gt 0 ]

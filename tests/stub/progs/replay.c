@@ -24,6 +24,9 @@
  *   exit       ITERS x (12 launches |sync), then 12 more and exit without a synchronize
  *   switch     ITERS x (12 launches |sync), then ITERS x (12 other launches |sync): keys
  *              that stop coming, and new ones
+ *   chance     ITERS x (12 launches |sync): the first 6 iterations alike (a graph is
+ *              made), then the first 4 launches alike and the other 8's kernels drawn
+ *              at random: windows held on the graph's path that leave it
  */
 #include "tests/stub/progs/common.h"
 
@@ -135,6 +138,15 @@ int main(int argc, char **argv)
         run_loop(iters, 40, !strcmp(sc, "loop"));
     } else if (!strcmp(sc, "short")) {
         run_loop(iters, 2, 1);
+    } else if (!strcmp(sc, "chance")) {
+        unsigned r = 12345;
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 12; j++) {
+                r = r * 1103515245u + 12345u;
+                check(one(it, j < 4 || it < 6 ? j : (int)((r >> 16) % 4), w.s[0], 1));
+            }
+            check(d.streamSynchronize(w.s[0]));
+        }
     } else if (!strcmp(sc, "streams")) {
         for (int it = 0; it < iters; it++) {
             for (int j = 0; j < 20; j++)
