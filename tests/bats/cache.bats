@@ -84,6 +84,37 @@ three() {
     [ "${lines[3]}" = "verify: 4 entries, 3 corrupt" ]
 }
 
+@test "cache: many processes writing the same keys at once leave whole entries and no temporaries" {
+    # What ranks sharing one cache do (several processes on one GPU, DDP's ranks): 16
+    # writers, each putting the same 4 keys 25 times with payloads of its own, while
+    # verify reads them over and over; every read must find a whole entry.
+    local i k r bad=0 pids=()
+    for i in $(seq 1 16); do
+        (
+            for r in $(seq 1 25); do
+                for k in 00000000000000a1 00000000000000b2 00000000000000c3 00000000000000d4; do
+                    put "$k" cubin "writer $i round $r $(printf '%*s' $((i * 37 % 400)) '' | tr ' ' x)" || exit 1
+                done
+            done
+        ) &
+        pids+=($!)
+    done
+    for r in $(seq 1 20); do
+        "$TCFUSE" cache verify >"$T/verify.$r" 2>&1 || bad=$((bad + 1))
+    done
+    for i in "${pids[@]}"; do wait "$i" || { echo "a writer failed"; return 1; }; done
+    [ "$bad" = 0 ] || { cat "$T"/verify.*; return 1; }
+    run "$TCFUSE" cache verify
+    [ "$status" = 0 ]
+    [ "$output" = "verify: 4 entries, 0 corrupt" ]
+    # four whole cubins, and nothing else in the directory (no temporary left behind)
+    run "$TCFUSE" cache ls
+    [ "$status" = 0 ]
+    [ "$(printf '%s\n' "${lines[@]:0:4}" | grep -cE '^00000000000000[a-d][1-4] +cubin +[0-9]+ +ok$')" = 4 ]
+    [[ "${lines[4]}" =~ ^total:\ 4\ entries,\ [0-9]+\ bytes,\ 0\ corrupt$ ]]
+    [ "$(ls -A "$T/cache" | wc -l)" = 4 ]
+}
+
 @test "cache: clear removes the entries and nothing else" {
     three
     touch "$T/cache/README" "$T/cache/00000000000000C2.tcf" "$T/cache/0123.tcf"
