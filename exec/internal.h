@@ -117,6 +117,9 @@ typedef struct {
 } tcf_exec_scratch_t;
 /* NULL when out of memory (the caller then issues the window as it came). */
 tcf_exec_scratch_t *tcf_exec_scratch(void);
+/* Event i of w as the planner's item: its decoded op or reduction (e->dec), a free, an
+ * allocation, or opaque work. */
+void tcf_exec_item(const tcf_window_t *w, uint32_t i, tcf_item_t *it);
 
 /* --- starts (starts.c) --------------------------------------------------------------- */
 /* A window is held from a launch of a kernel that starts a group whose generated kernel

@@ -58,6 +58,29 @@ tcf_exec_scratch_t *tcf_exec_scratch(void)
     return tcf_scratch;
 }
 
+void tcf_exec_item(const tcf_window_t *w, uint32_t i, tcf_item_t *it)
+{
+    const tcf_event_t *e = &w->ev[i];
+    if (e->kind == TCF_EV_LAUNCH && e->dec == TCF_DEC_REDUCE) {
+        it->kind = TCF_ITEM_REDUCE;
+        it->red = w->ops[i].red;
+    } else if (e->kind == TCF_EV_LAUNCH && e->dec) {  /* held, or issued and kept */
+        it->kind = TCF_ITEM_OP;
+        it->op = w->ops[i].op;
+    } else if (e->kind == TCF_EV_FREE) {
+        it->kind = TCF_ITEM_FREE;
+        it->ptr = e->u.m.ptr;
+        it->size = 0;
+    } else if (e->kind == TCF_EV_ALLOC) {
+        it->kind = TCF_ITEM_ALLOC;
+        it->ptr = e->u.m.ptr;
+        it->size = e->u.m.size;
+    } else {
+        memset(it, 0, sizeof *it);
+        it->kind = TCF_ITEM_OPAQUE;
+    }
+}
+
 void tcf_exec_flush(tcf_window_t *w, const char *reason)
 {
     (void)reason;
@@ -93,26 +116,8 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
     int planned = 0;
     if (sc) {
         for (uint32_t i = 0; i < n; i++) {
-            const tcf_event_t *e = &w->ev[from + i];
             ev_of[i] = (uint16_t)(from + i);
-            if (e->kind == TCF_EV_LAUNCH && e->dec == TCF_DEC_REDUCE) {
-                items[i].kind = TCF_ITEM_REDUCE;
-                items[i].red = w->ops[from + i].red;
-            } else if (e->kind == TCF_EV_LAUNCH && e->dec) {  /* held, or issued and kept */
-                items[i].kind = TCF_ITEM_OP;
-                items[i].op = w->ops[from + i].op;
-            } else if (e->kind == TCF_EV_FREE) {
-                items[i].kind = TCF_ITEM_FREE;
-                items[i].ptr = e->u.m.ptr;
-                items[i].size = 0;
-            } else if (e->kind == TCF_EV_ALLOC) {
-                items[i].kind = TCF_ITEM_ALLOC;
-                items[i].ptr = e->u.m.ptr;
-                items[i].size = e->u.m.size;
-            } else {
-                memset(&items[i], 0, sizeof items[i]);
-                items[i].kind = TCF_ITEM_OPAQUE;
-            }
+            tcf_exec_item(w, from + i, &items[i]);
         }
         planned = tcf_fuser_plan(items, n, plan) == 0;
     }

@@ -135,29 +135,10 @@ int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
     tcf_item_t *items = sc->items;
     tcf_plan_t *plan = &sc->plan;
     for (uint32_t i = 0; i < n; i++) {
-        tcf_event_t *e = &w->ev[i];
         sc->ev_of[i] = (uint16_t)i;
-        if (e->kind == TCF_EV_LAUNCH && tcf_steps_decode(w, i)) {
+        if (w->ev[i].kind == TCF_EV_LAUNCH && tcf_steps_decode(w, i))  /* sets its dec */
             ndec++;
-            if (e->dec == TCF_DEC_REDUCE) {
-                items[i].kind = TCF_ITEM_REDUCE;
-                items[i].red = w->ops[i].red;
-            } else {
-                items[i].kind = TCF_ITEM_OP;
-                items[i].op = w->ops[i].op;
-            }
-        } else if (e->kind == TCF_EV_FREE) {
-            items[i].kind = TCF_ITEM_FREE;
-            items[i].ptr = e->u.m.ptr;
-            items[i].size = 0;
-        } else if (e->kind == TCF_EV_ALLOC) {
-            items[i].kind = TCF_ITEM_ALLOC;
-            items[i].ptr = e->u.m.ptr;
-            items[i].size = e->u.m.size;
-        } else {
-            memset(&items[i], 0, sizeof items[i]);
-            items[i].kind = TCF_ITEM_OPAQUE;
-        }
+        tcf_exec_item(w, i, &items[i]);
     }
     if (ndec < 2 || tcf_fuser_plan(items, n, plan) != 0)
         return tcf_steps_as_issued(w, s);
