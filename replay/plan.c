@@ -107,13 +107,20 @@ static void tcf_rprefix_rebuild(void)
     }
 }
 
-void tcf_rplan_renew(tcf_rplan_t *p)
+/* p's graph goes, and its key counts again from `seen` windows (evicted: from zero;
+ * renewed: from the warm-up count, so that its next window makes the new plan). */
+static void tcf_rplan_count_again(tcf_rplan_t *p, uint32_t seen)
 {
     tcf_rplan_drop_graph(p);
     p->state = TCF_RP_COUNTING;
-    p->seen = (uint32_t)tcf_cfg.replay_warmup;
-    p->n_graph = 0;   /* the new graph's runs are timed afresh */
+    p->seen = seen;
+    p->n_graph = 0;   /* a new graph's runs are timed afresh */
     atomic_store(&p->upgrade_epoch, 0);
+}
+
+void tcf_rplan_renew(tcf_rplan_t *p)
+{
+    tcf_rplan_count_again(p, (uint32_t)tcf_cfg.replay_warmup);
     tcf_rprefix_rebuild();
 }
 
@@ -161,9 +168,7 @@ void tcf_rplan_ready(tcf_rplan_t *p)
         tcf_rplan_t *v = tcf_rplan_lru(p);
         if (!v)
             break;
-        tcf_rplan_drop_graph(v);
-        v->state = TCF_RP_COUNTING;
-        v->seen = 0;
+        tcf_rplan_count_again(v, 0);
         atomic_fetch_add(&tcf_rctr.evicted, 1);
         evicted = 1;
     }
