@@ -10,13 +10,7 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 setup() {
-    common_setup
-    [ -x "$PROGS/fusechain" ] || { echo "missing $PROGS/fusechain: run make stub" >&2; return 1; }
-    NVRTC=
-    local c
-    for c in "${CUDA_HOME:-/usr/local/cuda}"/lib64/libnvrtc.so.1[0-9]; do
-        [ -f "$c" ] && NVRTC=$c
-    done
+    fusechain_setup || return 1
     # FAKECUDA_FAST: the stub's logging looks its callers up (dladdr, under the loader's
     # lock); a signal landing there would wait on the stub, not on tcfuse.
     export FAKECUDA_MEM=1 TCFUSE_CACHE_DIR="$T/cache" TCFUSE_NVRTC="$NVRTC"
@@ -24,7 +18,7 @@ setup() {
 
 # warm: the chain's kernels compiled, checked and on disk, so that a window holds it.
 warm() {
-    [ -n "$NVRTC" ] || skip "no NVRTC under ${CUDA_HOME:-/usr/local/cuda}/lib64"
+    need_nvrtc
     TCFUSE_MODE=fuse TCFUSE_COMPILE_WAIT=1 TCFUSE_STATS=1 tcf warm "$PROGS/fusechain" 2
     expect_line "$T/warm.err" '^tcfuse: +fused +1 groups'
 }
@@ -80,7 +74,7 @@ ends() {
 }
 
 @test "exit: a child forked while fuse mode's worker compiles exits, and so does its parent" {
-    [ -n "$NVRTC" ] || skip "no NVRTC under ${CUDA_HOME:-/usr/local/cuda}/lib64"
+    need_nvrtc
     base fork.plain "$PROGS/fusechain" 1 fork
     grep -qx 'child: exit 0' "$T/fork.plain.out"
     local mode i

@@ -16,17 +16,10 @@ bats_require_minimum_version 1.5.0
 ITERS=4
 
 setup() {
-    common_setup
-    [ -x "$PROGS/fusechain" ] || { echo "missing $PROGS/fusechain: run make stub" >&2; return 1; }
-    NVRTC=
-    local c
-    for c in "${CUDA_HOME:-/usr/local/cuda}"/lib64/libnvrtc.so.1[0-9]; do
-        [ -f "$c" ] && NVRTC=$c
-    done
+    fusechain_setup || return 1
     export FAKECUDA_MEM=1
 }
 
-need_nvrtc() { [ -n "$NVRTC" ] || skip "no NVRTC under ${CUDA_HOME:-/usr/local/cuda}/lib64"; }
 
 # chain NAME [VAR=VALUE...]: fusechain in fuse mode (cache $T/cache unless set), compared
 # with one run without tcfuse: same status and stdout, nothing else on stderr, every

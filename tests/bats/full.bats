@@ -12,14 +12,8 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 setup() {
-    common_setup
-    [ -x "$PROGS/fusechain" ] || { echo "missing $PROGS/fusechain: run make stub" >&2; return 1; }
-    NVRTC=
-    local c
-    for c in "${CUDA_HOME:-/usr/local/cuda}"/lib64/libnvrtc.so.1[0-9]; do
-        [ -f "$c" ] && NVRTC=$c
-    done
-    [ -n "$NVRTC" ] || skip "no NVRTC under ${CUDA_HOME:-/usr/local/cuda}/lib64"
+    fusechain_setup || return 1
+    need_nvrtc
     export FAKECUDA_MEM=1 TCFUSE_CACHE_DIR="$T/cache" TCFUSE_NVRTC="$NVRTC"
 }
 

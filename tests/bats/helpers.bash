@@ -70,6 +70,21 @@ common_setup() {
 
 setup() { common_setup; }
 
+# fusechain_setup: common_setup for the files that run fusechain (PyTorch's mul, add and
+# tanh on the stand-in), with $NVRTC the newest NVRTC under CUDA_HOME (empty when none;
+# need_nvrtc skips the test then).
+fusechain_setup() {
+    common_setup || return 1
+    [ -x "$PROGS/fusechain" ] || { echo "missing $PROGS/fusechain: run make stub" >&2; return 1; }
+    NVRTC=
+    local c
+    for c in "${CUDA_HOME:-/usr/local/cuda}"/lib64/libnvrtc.so.1[0-9]; do
+        [ -f "$c" ] && NVRTC=$c
+    done
+    return 0
+}
+need_nvrtc() { [ -n "$NVRTC" ] || skip "no NVRTC under ${CUDA_HOME:-/usr/local/cuda}/lib64"; }
+
 # _run PRELOAD NAME CMD...
 _run() {
     local pre="$1" name="$2"

@@ -17,58 +17,12 @@
 
 #include "check.h"
 #include "recognize/decode_reduce.h"
-#include "trace/read.h"
-
-typedef struct { int64_t id; char *name; uint32_t np, *off, *sz; } kern_t;
-typedef struct {
-    size_t k;                       /* index into ks */
-    uint8_t *params;
-    uint32_t len, grid[3], block[3], smem;
-    char *trace;                    /* the file's name */
-} launch_t;
-
-static launch_t *ls;
-static size_t nls;
-static kern_t *ks;
-static size_t nks;
+#include "fixture_launches.h"
 
 #define PREFIX "_ZN2at6native13reduce_kernelI"
 
-static void load(const char *path)
-{
-    tcf_trace_event_t ev;
-    size_t first = nks;
-    tcf_trace_reader_t *r = tcf_trace_read_open(path);
-    if (!CHECK(r != NULL))
-        return;
-    while (tcf_trace_read_next(r, &ev) == 1) {
-        if (ev.ev == TCF_TRACE_EV_KERNEL) {
-            const tcf_trace_kernel_t *k = &ev.u.kernel;
-            ks = realloc(ks, ++nks * sizeof *ks);
-            ks[nks - 1] = (kern_t){ k->id, strdup(k->name), (uint32_t)k->nparams,
-                                    calloc(k->nparams + 1, 4), calloc(k->nparams + 1, 4) };
-            for (size_t i = 0; i < k->nparams; i++)
-                ks[nks - 1].off[i] = k->params[i].offset, ks[nks - 1].sz[i] = k->params[i].size;
-        } else if (ev.ev == TCF_TRACE_EV_LAUNCH) {
-            const tcf_trace_launch_t *l = &ev.u.launch;
-            for (size_t i = first; i < nks; i++)
-                if (ks[i].id == l->k && !strncmp(ks[i].name, PREFIX, strlen(PREFIX))) {
-                    ls = realloc(ls, ++nls * sizeof *ls);
-                    launch_t *x = &ls[nls - 1];
-                    x->k = i;
-                    x->params = malloc(l->params_len + 1);
-                    memcpy(x->params, l->params, l->params_len);
-                    x->len = (uint32_t)l->params_len;
-                    memcpy(x->grid, l->grid, sizeof x->grid);
-                    memcpy(x->block, l->block, sizeof x->block);
-                    x->smem = (uint32_t)l->smem;
-                    x->trace = strdup(strrchr(path, '/') + 1);
-                    break;
-                }
-        }
-    }
-    tcf_trace_read_close(r);
-}
+static int want(const char *name) { return !strncmp(name, PREFIX, strlen(PREFIX)); }
+static void load(const char *path) { load_launches(path, want); }
 
 static tcf_decode_launch_t dl(const launch_t *x, const uint8_t *params, uint32_t len,
                               const uint32_t grid[3])

@@ -18,58 +18,15 @@
 #include "check.h"
 #include "fuser/fuser.h"
 #include "recognize/decode.h"
-#include "trace/read.h"
+#include "fixture_launches.h"
 
-typedef struct { int64_t id; char *name; uint32_t np, *off, *sz; } kern_t;
-typedef struct {
-    const kern_t *k;
-    uint8_t *params;
-    uint32_t len, grid[3], block[3];
-} launch_t;
-
-static launch_t *ls;
-static size_t nls;
-static kern_t *ks;
-static size_t nks;
-
-static void load(const char *path)
-{
-    tcf_trace_event_t ev;
-    size_t first = nks;
-    tcf_trace_reader_t *r = tcf_trace_read_open(path);
-    if (!CHECK(r != NULL))
-        return;
-    while (tcf_trace_read_next(r, &ev) == 1) {
-        if (ev.ev == TCF_TRACE_EV_KERNEL) {
-            const tcf_trace_kernel_t *k = &ev.u.kernel;
-            ks = realloc(ks, ++nks * sizeof *ks);
-            ks[nks - 1] = (kern_t){ k->id, strdup(k->name), (uint32_t)k->nparams,
-                                    calloc(k->nparams + 1, 4), calloc(k->nparams + 1, 4) };
-            for (size_t i = 0; i < k->nparams; i++)
-                ks[nks - 1].off[i] = k->params[i].offset, ks[nks - 1].sz[i] = k->params[i].size;
-        } else if (ev.ev == TCF_TRACE_EV_LAUNCH) {
-            const tcf_trace_launch_t *l = &ev.u.launch;
-            for (size_t i = first; i < nks; i++)
-                if (ks[i].id == l->k && strstr(ks[i].name, "_ZN2at6native18elementwise_kernelI")) {
-                    ls = realloc(ls, ++nls * sizeof *ls);
-                    launch_t *x = &ls[nls - 1];
-                    x->k = (const kern_t *)(uintptr_t)i;   /* an index until ks stops moving */
-                    x->params = malloc(l->params_len + 1);
-                    memcpy(x->params, l->params, l->params_len);
-                    x->len = (uint32_t)l->params_len;
-                    memcpy(x->grid, l->grid, sizeof x->grid);
-                    memcpy(x->block, l->block, sizeof x->block);
-                    break;
-                }
-        }
-    }
-    tcf_trace_read_close(r);
-}
+static int want(const char *name) { return strstr(name, "_ZN2at6native18elementwise_kernelI") != NULL; }
+static void load(const char *path) { load_launches(path, want); }
 
 static tcf_decode_status_t dec(const launch_t *x, const uint8_t *params, const uint32_t grid[3],
                                tcf_op_t *op)
 {
-    tcf_decode_launch_t d = { x->k->name, x->k->np, x->k->off, x->k->sz, params, x->len,
+    tcf_decode_launch_t d = { ks[x->k].name, ks[x->k].np, ks[x->k].off, ks[x->k].sz, params, x->len,
                               { grid[0], grid[1], grid[2] },
                               { x->block[0], x->block[1], x->block[2] } };
     return tcf_decode_launch(&d, op);
@@ -89,7 +46,7 @@ TEST(worked_example_broadcast_add)
                        "INS0_15CUDAFunctor_addIfEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_";
     for (size_t i = 0; i < nls; i++) {
         tcf_op_t op;
-        if (strcmp(ls[i].k->name, name) || dec(&ls[i], ls[i].params, ls[i].grid, &op) != TCF_DECODE_OK ||
+        if (strcmp(ks[ls[i].k].name, name) || dec(&ls[i], ls[i].params, ls[i].grid, &op) != TCF_DECODE_OK ||
             op.n != 3700)
             continue;
         CHECK_EQ_INT(op.kind, TCF_OP_ADD);
@@ -175,7 +132,7 @@ TEST(corrupted_bytes_are_refused)
             tcf_decode_status_t st = dec(&ls[i], p, g, &op);
             if (e[j].at == 0 && st == TCF_DECODE_BAD_LAUNCH)
                 st = TCF_DECODE_BAD_VALUE;   /* vt 2: the grid check caught it first */
-            if (!check_report(st == e[j].st, __FILE__, __LINE__, ls[i].k->name, tcf_decode_reason(st)))
+            if (!check_report(st == e[j].st, __FILE__, __LINE__, ks[ls[i].k].name, tcf_decode_reason(st)))
                 break;
             CHECK_EQ_INT(op.kind, TCF_OP_NONE);   /* a refused op is all zeros */
         }
@@ -241,7 +198,7 @@ TEST(resize_for_verification)
         uint8_t *p = malloc(ls[i].len);
         memcpy(p, ls[i].params, ls[i].len);
         CHECK_EQ_INT(tcf_decode_resize(p, ls[i].len, &op, on, os), 0);
-        unsigned vt = strstr(ls[i].k->name, "ILi128ELi2E") ? 2 : 4;
+        unsigned vt = strstr(ks[ls[i].k].name, "ILi128ELi2E") ? 2 : 4;
         memcpy(grid, ls[i].grid, sizeof grid);
         grid[0] = (on + 128 * vt - 1) / (128 * vt);
         if (CHECK_EQ_INT(dec(&ls[i], p, grid, &op2), TCF_DECODE_OK)) {
@@ -327,8 +284,6 @@ int main(void)
             load(g.gl_pathv[i]);
         globfree(&g);
     }
-    for (size_t i = 0; i < nls; i++)   /* indices to pointers, now that ks is final */
-        ls[i].k = &ks[(uintptr_t)ls[i].k];
     RUN(worked_example_broadcast_add);
     RUN(every_recorded_strided_launch);
     RUN(corrupted_bytes_are_refused);
