@@ -338,10 +338,6 @@ int main(void)
     RUN(rotate_half_fields);
     RUN(every_decoded_launch_copies_what_the_kernel_copies);
     RUN(corrupted_bytes_are_refused);
-    for (size_t i = 0; i < nls; i++)
-        free(ls[i].params);
-    for (size_t i = 0; i < nks; i++)
-        free(ks[i].name), free(ks[i].off), free(ks[i].sz);
-    free(ls), free(ks);
+    free_launches();
     return check_main_end();
 }

@@ -425,10 +425,6 @@ int main(void)
     RUN(offset_calcs_cleared);
     RUN(names);
     RUN(describe_and_args);
-    for (size_t i = 0; i < nls; i++)
-        free(ls[i].params), free(ls[i].trace);
-    for (size_t i = 0; i < nks; i++)
-        free(ks[i].name), free(ks[i].off), free(ks[i].sz);
-    free(ls), free(ks);
+    free_launches();
     return check_main_end();
 }

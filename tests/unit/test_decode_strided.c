@@ -290,10 +290,6 @@ int main(void)
     RUN(int_divider);
     RUN(resize_for_verification);
     RUN(offset_calc_unused_entries_cleared);
-    for (size_t i = 0; i < nls; i++)
-        free(ls[i].params);
-    for (size_t i = 0; i < nks; i++)
-        free(ks[i].name), free(ks[i].off), free(ks[i].sz);
-    free(ls), free(ks);
+    free_launches();
     return check_main_end();
 }
