@@ -2,7 +2,7 @@
  * key promises the same structure, but the args must never be trusted to it: the group is
  * rebuilt from the new window's items with the very rules that formed it, and used only
  * if that yields the same kernel (same buffers, sources, stores, scalars and a vector
- * width the new addresses allow). A window that frees less than the planned one, or whose
+ * width the new addresses allow), and every op the group stepped over still may be. A window that frees less than the planned one, or whose
  * addresses now overlap, is refused and runs as issued. */
 #include <string.h>
 
@@ -77,6 +77,9 @@ int tcf_fuser_bind(const tcf_fgroup_t *grp, const tcf_item_t *items, size_t n,
             k++;
         } else if (it->kind == TCF_ITEM_FREE) {
             tcf_fuser_build_free(&b, it->ptr);
+        } else if (it->kind == TCF_ITEM_OP) {
+            if (tcf_fuser_build_step(&b, items, (uint16_t)i) != 0)
+                return -1;   /* an op stepped over that now touches the group's bytes */
         } else if (it->kind != TCF_ITEM_ALLOC) {
             return -1;   /* other work inside the span: not the planned structure */
         }

@@ -4,11 +4,18 @@
  * gives the same plan (tests/unit/test_fuser.c, and `tcfuse plan` on recorded traces).
  *
  * Rules (DESIGN.md, Fusion):
- * - A group is a run of consecutive decoded ops over one iteration space (frees and
- *   allocations may sit between them; any other work ends the run), at most
- *   TCF_GROUP_MAX_OPS ops, TCF_GROUP_MAX_BUFS buffers the kernel loads or may store, and
- *   TCF_GROUP_MAX_SCALARS scalars. A group of one op gains nothing and is not formed.
- *   Greedy: an op that cannot join ends the group before it and starts the next one.
+ * - A group is a run of decoded ops over one iteration space (frees and allocations may
+ *   sit between them; any other work ends the run), at most TCF_GROUP_MAX_OPS ops,
+ *   TCF_GROUP_MAX_BUFS buffers the kernel loads or may store, and TCF_GROUP_MAX_SCALARS
+ *   scalars. A group of one op gains nothing and is not formed. Greedy: an op that cannot
+ *   join ends the group before it and starts the next one, except that up to 4 decoded ops
+ *   over another space (size-differs, shape-differs) may be stepped over when each reads
+ *   no bytes the group wrote before it and writes no bytes the group touched before it
+ *   (dead buffers included): such an op runs as issued at its place, before the group's
+ *   kernel, so the group's earlier ops in effect move after it, which nothing they touch
+ *   can tell. The rotary embedding's `q * cos`, `-q[..., d/2:]` (half the space), `cat`,
+ *   `* sin`, `+` fuses that way, the negation stepped over. When nothing joins after a
+ *   stepped op, the group ends before it and planning resumes there.
  * - Iteration spaces (space.c): a contiguous op's is [n]; a strided op's (PyTorch's
  *   OffsetCalculator loop) its dims, innermost first, without those of size 1; broadcast
  *   operands have stride 0. Ops join when their element counts are equal (else

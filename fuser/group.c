@@ -295,6 +295,20 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
     return -1;
 }
 
+int tcf_fuser_build_step(const tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx)
+{
+    const tcf_op_t *op = &items[idx].op;
+    if (!b->nops || items[idx].kind != TCF_ITEM_OP || !tcf_fuser_op_ok(op))
+        return -1;
+    for (unsigned o = 0; o <= op->nin; o++) {
+        uint64_t p, e = operand_extent(op, o, &p);
+        for (unsigned r = 0; r < b->nraw; r++)
+            if (overlaps(p, e, &b->raw[r]) && (!o || b->raw[r].writer >= 0))
+                return -1;
+    }
+    return 0;
+}
+
 void tcf_fuser_build_free(tcf_fuser_build_t *b, uint64_t ptr)
 {
     for (unsigned r = 0; r < b->nraw; r++)

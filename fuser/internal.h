@@ -73,6 +73,13 @@ int tcf_fuser_op_ok(const tcf_op_t *op);
  * OVERLAP, TOO_BIG, ROWS, REDUCE2); the builder is then unchanged. */
 int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx);
 
+/* Whether items[idx], a decoded op that cannot join, may be stepped over: it runs as
+ * issued at its own place, so before the group's kernel, which runs where the group's last
+ * op was; the group's ops before it then run after it. So it must read no bytes the group
+ * has written so far and write no bytes the group has read or written (a dead buffer's
+ * too). 0 when it may (the builder is unchanged), else -1. */
+int tcf_fuser_build_step(const tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx);
+
 /* A free of ptr seen after the builder's ops: buffers starting there are dead. */
 void tcf_fuser_build_free(tcf_fuser_build_t *b, uint64_t ptr);
 

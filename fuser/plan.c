@@ -1,7 +1,8 @@
-/* plan: one pass over a window's items, growing a group while consecutive ops can join it
- * (fuser.h states the rules; group.c applies them op by op). Greedy: an op that cannot
+/* plan: one pass over a window's items, growing a group while the ops that follow can join
+ * it (fuser.h states the rules; group.c applies them op by op). Greedy: an op that cannot
  * join ends the group before it and starts the next one, so a conflict costs one split,
- * never the whole run. */
+ * never the whole run; an op over another space that touches nothing the group did is
+ * stepped over instead, and planning comes back to it if nothing joins after it. */
 #include <string.h>
 
 #include "fuser/internal.h"
@@ -14,12 +15,21 @@ const char *tcf_fuser_reason_name(tcf_fuser_reason_t r)
     return (unsigned)r < TCF_FUSER_NREASON ? names[r] : "?";
 }
 
+/* Ops a group may step over (fuser.h): enough for the rotary embedding's negation
+ * between q * cos and the rest of its sum, few enough that a rewind stays cheap. */
+#define TCF_FUSER_STEPS 4
+
 typedef struct {
     const tcf_item_t *items;
     size_t n;
     tcf_plan_t *plan;
     tcf_fuser_build_t b;
     int left;   /* why the group before the builder's first op ended (a fuser reason) */
+    unsigned nstep;              /* ops the group being built has stepped over */
+    unsigned npend;              /* of them, those after its last op so far */
+    size_t back;                 /* the first of those: where planning resumes when the
+                                  * group ends before another op joins it */
+    uint8_t pend_why[TCF_FUSER_STEPS];
 } tcf_fuser_walk_t;
 
 /* An op left alone is counted once, under the more telling of the reasons that cut it off
@@ -32,11 +42,16 @@ static int rank(int r)
          : r == TCF_FUSER_SIZE;
 }
 
-/* Ends the group being built; right: why it ends. */
-static void close_group(tcf_fuser_walk_t *w, int right)
+/* Ends the group being built; right: why it ends. Returns 1 when ops it stepped over lie
+ * past its last op: they are outside its span after all, and planning resumes at the first
+ * of them (*i, the walk's next item). */
+static int close_group(tcf_fuser_walk_t *w, int right, size_t *i)
 {
     tcf_plan_t *p = w->plan;
     tcf_fuser_build_t *b = &w->b;
+    int resume = w->npend > 0;
+    if (resume)   /* it ended at its last op, whose right neighbour was stepped over */
+        right = w->pend_why[0];
     if (b->nops == 1) {
         p->reasons[rank(right) > rank(w->left) ? right : w->left]++;
     } else if (b->nops > 1 && p->ngroups == TCF_FUSER_MAX_GROUPS) {
@@ -52,6 +67,41 @@ static void close_group(tcf_fuser_walk_t *w, int right)
     b->nops = b->nraw = b->nscalars = b->red = b->cat = b->cat2 = 0;
     b->rowops = 0;
     w->left = right;
+    if (resume)
+        *i = w->back;
+    w->nstep = w->npend = 0;
+    return resume;
+}
+
+/* Offers decoded item i (an op or a row reduction) to the group being built: it joins,
+ * is stepped over, or ends the group and starts the next. Returns 1 when planning resumes
+ * at *i instead (close_group). */
+static int offer(tcf_fuser_walk_t *w, size_t *i)
+{
+    tcf_plan_t *p = w->plan;
+    uint16_t idx = (uint16_t)*i;
+    int r = tcf_fuser_build_add(&w->b, w->items, idx);
+    if (r < 0) {   /* joined: what it stepped over is inside the group's span for good */
+        for (unsigned k = 0; k < w->npend; k++)
+            p->reasons[w->pend_why[k]]++;
+        w->npend = 0;
+        return 0;
+    }
+    if ((r == TCF_FUSER_SIZE || r == TCF_FUSER_SHAPE) && w->nstep < TCF_FUSER_STEPS &&
+        tcf_fuser_build_step(&w->b, w->items, idx) == 0) {
+        if (!w->npend)
+            w->back = *i;
+        w->pend_why[w->npend++] = (uint8_t)r;
+        w->nstep++;
+        return 0;
+    }
+    if (close_group(w, r, i))
+        return 1;
+    if ((r = tcf_fuser_build_add(&w->b, w->items, idx)) >= 0) {
+        p->reasons[r]++;   /* its own operands overlap, or a reduction no group holds */
+        w->left = TCF_FUSER_ALONE;
+    }
+    return 0;
 }
 
 int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan)
@@ -68,32 +118,31 @@ int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan)
     w.items = items, w.n = n, w.plan = plan, w.left = TCF_FUSER_ALONE;
     w.b.nwin = n;
 
-    for (size_t i = 0; i < n; i++) {
+    /* A step back (close_group resuming at an op stepped over) always lands past the last
+     * op of a group that held at least one op before it, so the walk ends. */
+    for (size_t i = 0;; i++) {
+        if (i == n) {
+            if (close_group(&w, TCF_FUSER_ALONE, &i)) {
+                i--;
+                continue;
+            }
+            break;
+        }
         const tcf_item_t *it = &items[i];
-        int r;
         switch (it->kind) {
         case TCF_ITEM_OP:
             if (!tcf_fuser_op_ok(&it->op)) {   /* cannot be reasoned about: opaque */
-                close_group(&w, TCF_FUSER_ALONE);
+                if (close_group(&w, TCF_FUSER_ALONE, &i)) {
+                    i--;
+                    continue;
+                }
                 plan->reasons[TCF_FUSER_ALONE]++;
                 break;
             }
-            if ((r = tcf_fuser_build_add(&w.b, items, (uint16_t)i)) < 0)
-                break;
-            close_group(&w, r);
-            if ((r = tcf_fuser_build_add(&w.b, items, (uint16_t)i)) >= 0) {
-                plan->reasons[r]++;   /* its own operands overlap: never fusible */
-                w.left = TCF_FUSER_ALONE;
-            }
-            break;
+            /* fall through */
         case TCF_ITEM_REDUCE:   /* a row reduction joins as an op (group.c says how) */
-            if ((r = tcf_fuser_build_add(&w.b, items, (uint16_t)i)) < 0)
-                break;
-            close_group(&w, r);
-            if ((r = tcf_fuser_build_add(&w.b, items, (uint16_t)i)) >= 0) {
-                plan->reasons[r]++;   /* a reduction no group can hold */
-                w.left = TCF_FUSER_ALONE;
-            }
+            if (offer(&w, &i))
+                i--;
             break;
         case TCF_ITEM_FREE:
             tcf_fuser_build_free(&w.b, it->ptr);
@@ -101,11 +150,11 @@ int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan)
         case TCF_ITEM_ALLOC:
             break;   /* a new block cannot overlap anything live; reuse shows as a free */
         default:
-            close_group(&w, TCF_FUSER_ALONE);
+            if (close_group(&w, TCF_FUSER_ALONE, &i))
+                i--;
             break;
         }
     }
-    close_group(&w, TCF_FUSER_ALONE);
     return 0;
 }
 

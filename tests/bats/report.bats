@@ -333,8 +333,9 @@ EOF
     sed -n '/^coverage by kernel family$/,$p' "$T/out" >"$T/cov"
     cat "$T/cov"
     # strided and broadcast launches plan into N-d groups and row groups (RMSNorm's tails,
-    # rotate_half's cat with its `* sin`); the others have no neighbour they can join
-    grep -Eq '^  elementwise-strided +52 +52 +30$' "$T/cov"
+    # `q * cos` with rotate_half's cat and its `* sin`, the negation stepped over); the
+    # others have no neighbour they can join
+    grep -Eq '^  elementwise-strided +52 +52 +34$' "$T/cov"
     grep -Eq '^  gemm +32 +0 +0  32 not-elementwise$' "$T/cov"
     grep -Eq '^  reduce +10 +10 +9$' "$T/cov"                 # each RMSNorm's mean in its row group
     # rotate_half's with `* sin`, the KV cache's two as one copy; the rotary table's alone

@@ -80,8 +80,9 @@ TEST(chain_of_8_is_one_group)
 
 TEST(splits_size_opaque_limits)
 {
+    /* item 3, over another size, reads what item 2 wrote: it cannot be stepped over */
     tcf_item_t w[] = { UN(EXP, MB(1), MB(0)), UN(EXP, MB(2), MB(1)), UN(EXP, MB(3), MB(2)),
-                       op3(TCF_OP_EXP, TCF_DT_F32, 2 * N, MB(4), 1, MB(5), 0, 0),
+                       op3(TCF_OP_EXP, TCF_DT_F32, 2 * N, MB(4), 1, MB(3), 0, 0),
                        UN(EXP, MB(6), MB(0)), UN(EXP, MB(7), MB(6)), opaque(), UN(EXP, MB(8), MB(7)),
                        opaque(), UN(EXP, MB(9), MB(8)) };
     CHECK_EQ_INT(PLAN(w), 0);
@@ -371,6 +372,59 @@ TEST(rotate_half_chain)
     CHECK(tcf_fuser_single(&w4[0].op, &plan.groups[0]) == 0 && plan.groups[0].g.ops[0].out_dt == TCF_DT_F16);
 }
 
+/* An op over another space that touches nothing the group did is stepped over: it runs
+ * as issued before the group's kernel (fuser.h). */
+TEST(steps_over_other_spaces)
+{
+    uint64_t x = MB(0), t = MB(1), y = MB(2), h = MB(4), hx = MB(5), u = MB(6);
+    tcf_item_t neg = op3(TCF_OP_NEG, TCF_DT_F32, 2 * N, h, 1, hx, 0, 0);
+    /* the rotary embedding's shape: q * cos, then a negation over other elements */
+    tcf_item_t w[] = { UN(EXP, t, x), neg, UN(TANH, y, t), free_(t) };
+    CHECK_EQ_INT(PLAN(w), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].first == 0 && plan.groups[0].last == 2 &&
+          plan.groups[0].nitems == 2);
+    CHECK(plan.item_group[0] == 0 && plan.item_group[1] == -1 && plan.item_group[2] == 0);
+    CHECK(plan.groups[0].stores_dropped == 1 && gop(0, 1)->in_src[0] == SRC(0));
+    CHECK_EQ_INT(plan.reasons[TCF_FUSER_SIZE], 1);
+    tcf_fused_args_t a;
+    CHECK_EQ_INT(tcf_fuser_bind(&plan.groups[0], w, 4, &a), 0);
+    CHECK(memcmp(&a, &plan.groups[0].args, sizeof a) == 0);
+    /* the same window where the negation now writes what the group loads: the plan does
+     * not hold there, and planning it splits */
+    tcf_item_t w2[] = { w[0], op3(TCF_OP_NEG, TCF_DT_F32, 2 * N, x, 1, hx, 0, 0), w[2], w[3] };
+    CHECK_EQ_INT(tcf_fuser_bind(&plan.groups[0], w2, 4, &a), -1);
+    CHECK_EQ_INT(PLAN(w2), 0);
+    CHECK(plan.ngroups == 0 && plan.reasons[TCF_FUSER_SIZE] == 3);
+    /* ... or writes a block the group loaded and the window freed */
+    tcf_item_t dead[] = { UN(EXP, t, x), free_(x), op3(TCF_OP_NEG, TCF_DT_F32, 2 * N, x, 1, hx, 0, 0),
+                          UN(TANH, y, t) };
+    CHECK_EQ_INT(PLAN(dead), 0);
+    CHECK_EQ_INT(plan.ngroups, 0);
+    /* ... or reads what the group wrote (the modified test above), or writes it */
+    tcf_item_t waw[] = { UN(EXP, t, x), op3(TCF_OP_NEG, TCF_DT_F32, 2 * N, t, 1, hx, 0, 0),
+                         UN(TANH, y, x) };
+    CHECK_EQ_INT(PLAN(waw), 0);
+    CHECK_EQ_INT(plan.ngroups, 0);
+    /* nothing joins after the stepped ops: the group ends before them and planning resumes
+     * at the first, which fuses with the next */
+    tcf_item_t back[] = { UN(EXP, t, x), neg, op3(TCF_OP_TANH, TCF_DT_F32, 2 * N, u, 1, h, 0, 0) };
+    CHECK_EQ_INT(PLAN(back), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].first == 1 && plan.groups[0].last == 2);
+    CHECK(plan.item_group[0] == -1 && plan.reasons[TCF_FUSER_SIZE] == 1);
+    /* at most 4 ops stepped over: a fifth ends the group */
+    tcf_item_t many[8];
+    many[0] = UN(EXP, t, x);
+    for (int i = 1; i <= 5; i++)
+        many[i] = op3(TCF_OP_NEG, TCF_DT_F32, (uint32_t)(i + 1) * N, MB(10 + 2 * i), 1, MB(11 + 2 * i), 0, 0);
+    many[6] = UN(TANH, y, t);
+    CHECK_EQ_INT(P(many, 7), 0);   /* 5 interlopers */
+    CHECK_EQ_INT(plan.ngroups, 0);
+    many[5] = many[6];
+    CHECK_EQ_INT(P(many, 6), 0);
+    CHECK(plan.ngroups == 1 && plan.groups[0].first == 0 && plan.groups[0].last == 5 &&
+          plan.groups[0].nitems == 2 && plan.reasons[TCF_FUSER_SIZE] == 4);
+}
+
 TEST(strided_spaces_and_views)
 {
     uint64_t x = MB(0), t = MB(1), y = MB(2), z = MB(3);
@@ -607,6 +661,16 @@ static int group_sane(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g)
         for (int r = 0; r < nr && it[i].kind == TCF_ITEM_FREE; r++)
             if (lo[r] == it[i].ptr) dt[r] = -1;
         if (it[i].kind != TCF_ITEM_OP) continue;
+        if (k < g->nitems && g->items[k] != i) {
+            /* stepped over: reads nothing the group wrote before it, writes nothing the
+             * group touched before it (freed or not) */
+            for (unsigned o = 0; o <= it[i].op.nin; o++) {
+                uint64_t p, e = extent_of(&it[i].op, o, &p);
+                for (int r = 0; r < nr; r++)
+                    if (p < hi[r] && lo[r] < e && (!o || wr[r])) return 0;
+            }
+            continue;
+        }
         if (k >= g->nitems || g->items[k++] != i || it[i].op.n != g->n) return 0;
         for (unsigned o = 0; o <= it[i].op.nin; o++) {
             /* a cat's dtype is its element's size (the planner takes its neighbours') */
@@ -724,6 +788,7 @@ int main(void)
 {
     RUN(chain_of_8_is_one_group);
     RUN(splits_size_opaque_limits);
+    RUN(steps_over_other_spaces);
     RUN(overlap_and_alias);
     RUN(frees_drop_stores);
     RUN(dtypes_where_cast_addcmul_sargs);
