@@ -85,6 +85,9 @@ typedef struct tcf_window {
     uint32_t         rvain;            /* held windows run as issued since the last replay */
     uint32_t         rskip, rback;     /* windows left to run as issued unheld, and the
                                         * length of the last such pause (replay/flush.c) */
+    uint8_t          rquiet;           /* a paused window: its launches are counted, not
+                                        * recorded or learned (replay/hold.c) */
+    uint32_t         rqn;              /* launches of the quiet window so far */
     /* Set by the acting mode's flush when the window ran as one CUDA graph, so that the
      * trace marks it; reset when the window closes. */
     uint32_t         graph_nodes, graph_patched;

@@ -43,11 +43,15 @@ static inline int tcf_replaying(void)
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
         struct tcf_window *win = NULL;                                                   \
+        int quiet = 0;                                                                   \
         if (tcf_replaying()) {                                                           \
             CUresult held_rc;                                                            \
-            if (tcf_replay_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem,       \
-                                  stream, ptds, params, extra, NULL, 0, &held_rc, &win)) \
+            int r_ = tcf_replay_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem,  \
+                                       stream, ptds, params, extra, NULL, 0, &held_rc,   \
+                                       &win);                                            \
+            if (r_ == 1)                                                                 \
                 return held_rc;                                                          \
+            quiet = r_ == 2;                                                             \
         } else if (!(ptds)) {                                                            \
             TCF_HOLD_cuLaunchKernel((f, gx, gy, gz, bx, by, bz, smem, stream, params,    \
                                      extra, &taken_rc))                                  \
@@ -55,7 +59,7 @@ static inline int tcf_replaying(void)
             TCF_HOLD_OTHER(stream)                                                       \
         }                                                                                \
         CUresult rc = real TCF_LAUNCH_ARGS;                                              \
-        if (tcf_on())                                                                    \
+        if (tcf_on() && !quiet)                                                          \
             tcf_capture_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem, stream,  \
                                ptds, params, extra, NULL, 0, rc, win);                   \
         return rc;                                                                       \
@@ -69,19 +73,22 @@ static inline int tcf_replaying(void)
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
         struct tcf_window *win = NULL;                                                   \
+        int quiet = 0;                                                                   \
         if (tcf_replaying() && config) {                                                 \
             CUresult held_rc;                                                            \
-            if (tcf_replay_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX,                \
-                                  config->gridDimY, config->gridDimZ, config->blockDimX, \
-                                  config->blockDimY, config->blockDimZ,                  \
-                                  config->sharedMemBytes, config->hStream, ptds, params, \
-                                  extra, config->attrs, config->numAttrs, &held_rc,      \
-                                  &win))                                                 \
+            int r_ = tcf_replay_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX,           \
+                                       config->gridDimY, config->gridDimZ,               \
+                                       config->blockDimX, config->blockDimY,             \
+                                       config->blockDimZ, config->sharedMemBytes,        \
+                                       config->hStream, ptds, params, extra,             \
+                                       config->attrs, config->numAttrs, &held_rc, &win); \
+            if (r_ == 1)                                                                 \
                 return held_rc;                                                          \
+            quiet = r_ == 2;                                                             \
         }                                                                                \
         TCF_HOLD_OTHER(config ? config->hStream : NULL)                                  \
         CUresult rc = real TCF_LAUNCHEX_ARGS;                                            \
-        if (tcf_on() && config)                                                          \
+        if (tcf_on() && config && !quiet)                                                \
             tcf_capture_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX, config->gridDimY, \
                                config->gridDimZ, config->blockDimX, config->blockDimY,   \
                                config->blockDimZ, config->sharedMemBytes,                \

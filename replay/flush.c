@@ -232,6 +232,7 @@ void tcf_replay_flush(tcf_window_t *w, const char *reason)
     w->rprev_start = w->rstart;
     w->rstate = TCF_R_FRESH;
     w->rcut = 0;
+    w->rquiet = 0, w->rqn = 0;
     if (tcf_r_is_cut(reason))
         w->rord = w->rord < TCF_R_ORD_MAX ? w->rord + 1 : TCF_R_ORD_MAX;
     else

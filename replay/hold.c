@@ -243,6 +243,7 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
         } else if (w->rskip) {   /* holding paused on this stream (flush.c) */
             w->rskip--;
             w->rstate = TCF_R_PASS;
+            w->rquiet = 1;
             atomic_fetch_add_explicit(&tcf_rctr.paused, 1, memory_order_relaxed);
         }
     }
@@ -276,6 +277,43 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
     return 0;
 }
 
+/* A launch on a quiet window: a paused stream's window learns nothing, since nothing
+ * would be held from what it learned until the pause ends, so its launches are only
+ * counted, and cut where a recorded window would be cut (every tcf_rcap launches), so that
+ * the windows after the pause get the keys they had before it. What the window recorded
+ * besides (frees, memsets) closes with it. A boundary since the window began ends it:
+ * the normal path then starts the next. 1 when counted (issue it, record nothing), 0 when
+ * the normal path must take it. */
+static int tcf_rquiet_launch(tcf_window_t *w, tcf_kernel_t *k)
+{
+    int counted = 0;
+    pthread_mutex_lock(&w->lock);
+    uint64_t epoch = atomic_load_explicit(&tcf_ctr.boundary_calls, memory_order_relaxed);
+    if (w->rquiet && w->rstate == TCF_R_PASS && !w->rcut && !w->nlaunch &&
+        epoch == w->repoch) {
+        counted = 1;
+        atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&tcf_rctr.quiet, 1, memory_order_relaxed);
+        if (++w->rqn >= tcf_rcap) {
+            if (w->nev) {
+                tcf_window_close_locked(w, "size-cap", NULL, 0);   /* flush.c ends it */
+            } else {
+                w->rord = w->rord < TCF_R_ORD_MAX ? w->rord + 1 : TCF_R_ORD_MAX;
+                w->rquiet = 0, w->rqn = 0;
+                w->rprev = NULL, w->rprev_start = w->rstart;
+                w->rstate = TCF_R_FRESH;
+            }
+        }
+    } else if (w->rquiet && !w->nlaunch) {
+        w->rquiet = 0, w->rqn = 0;   /* a boundary came: the window ended there */
+        if (!w->nev)
+            w->rstate = TCF_R_FRESH;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return counted;
+}
+
 int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                       unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                       int ptds, void **params, void **extra, const CUlaunchAttribute *attrs,
@@ -293,6 +331,8 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
     if (!w)
         return 0;
     *wout = w;
+    if (__atomic_load_n(&w->rquiet, __ATOMIC_RELAXED) && tcf_rquiet_launch(w, tcf_kernel_get(f)))
+        return 2;
     const tcf_launch_t l = { .via = via, .stream = stream, .k = tcf_kernel_get(f),
                              .grid = { gx, gy, gz }, .block = { bx, by, bz }, .smem = smem,
                              .params = params, .extra = extra, .attrs = attrs,
@@ -327,6 +367,13 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
     taken = tcf_rtake(w, &sig, tcf_rappend_launch, &l);
     if (taken)
         *result = CUDA_SUCCESS;
+    else if (w->rquiet && !w->nlaunch && w->rqn < tcf_rcap) {   /* a quiet window's first */
+        w->rqn++;
+        atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&l.k->launches, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&tcf_rctr.quiet, 1, memory_order_relaxed);
+        taken = 2;
+    }
     pthread_mutex_unlock(&w->lock);
     return taken;
 }

@@ -312,6 +312,7 @@ typedef struct {
     atomic_ullong not_held_attr_id[32];
     atomic_ullong capturing, app_captures, held_failed, explored;
     atomic_ullong pauses, paused;   /* holding paused on a stream (flush.c); windows not held */
+    atomic_ullong quiet;            /* their launches, counted only (hold.c) */
     atomic_ullong cuts_unsupported;
     /* full mode: windows replayed with generated kernels, those kernels' runs and the
      * launches they replaced; keys made a plain graph while their kernels compiled, and

@@ -55,7 +55,8 @@ void tcf_replay_stats_print(void)
             L(issued_diverged), L(issued_no_graph), L(issued_order), L(issued_exit),
             L(issued_failed), L(issued_collision), L(explored));
     tcf_out("  pauses        %llu times a stream's held windows ran as issued %d in a row: "
-            "%llu windows then not held", L(pauses), TCF_R_VAIN, L(paused));
+            "%llu windows then not held, their %llu launches counted, not recorded",
+            L(pauses), TCF_R_VAIN, L(paused), L(quiet));
     uint64_t graphs, mem, peak, keys, ready, building, given_up;
     tcf_rplan_held(&graphs, &mem, &peak);
     tcf_rplan_census(&keys, &ready, &building, &given_up);

@@ -251,9 +251,18 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     [ "${p:-0}" -ge 2 ] && [ "${n:-0}" -ge 48 ] || { cat "$T/chance.graph.err"; return 1; }
     # the windows not held ran as issued: fewer held than windows after the graph
     [ "$(sed -nE 's/.*; ([0-9]+) windows held.*/\1/p' "$T/chance.graph.err")" -lt 60 ]
+    # nor were they learned: their launches were counted, not recorded, and every launch
+    # the program made is in the stats
+    local q all
+    q=$(sed -nE 's/.*their ([0-9]+) launches counted, not recorded.*/\1/p' "$T/chance.graph.err")
+    all=$(stat_num "$T/chance.graph.err" launches '[0-9]+')
+    [ "${q:-0}" -ge 48 ] && [ "$all" = "$(grep -c '^K' "$T/chance.eager.ran")" ] ||
+        { cat "$T/chance.graph.err"; return 1; }
+    [ "$(stat_num "$T/chance.graph.err" windows '[0-9]+')" -lt 80 ]
     # a loop whose windows all replay never pauses
     replay_vs_eager loop-p TCFUSE_REPLAY_SYNC=1 -- loop 8
     expect_line "$T/loop-p.graph.err" 'pauses +0 times'
+    expect_line "$T/loop-p.graph.err" 'their 0 launches counted'
 }
 
 @test "graph: graphs past TCFUSE_REPLAY_GRAPHS are evicted, least recently replayed first" {
