@@ -165,6 +165,7 @@ typedef struct tcf_rplan {
      * stream's window lock. */
     uint32_t          t_issued[8], t_graph[8];
     uint32_t          n_issued, n_graph;
+    uint32_t          strikes;  /* judgments in a row that found the graph slower */
     struct tcf_rplan *qnext;           /* the worker's queue */
     /* Full mode: the nodes are a fusion plan's steps (full.c). The key and the matching
      * stay the window's own launches (osig, norig of them); fused of the nodes are
@@ -203,10 +204,13 @@ void tcf_rplan_held(uint64_t *graphs, uint64_t *mem, uint64_t *peak);
 void tcf_rplan_census(uint64_t *keys, uint64_t *ready, uint64_t *building, uint64_t *given_up);
 
 /* Does it pay (plan.c): a window of p's key took `us` to the stream's next window, run as
- * a graph or as issued (w locked). Once TCF_R_SAMPLES graph runs are in, a key whose
- * graph runs are not faster than its runs as issued (medians) is given up (not-faster):
- * holding costs the GPU its start, and a window that closes at a synchronize exposes its
- * whole run, which a graph must win back in launch time. */
+ * a graph or as issued (w locked). Once TCF_R_SAMPLES graph runs are in, each new one
+ * judges the key: its graph runs are slower than its runs as issued when their median is
+ * above theirs by more than 1/32 (a tie is the graph's: it costs the host less). A key
+ * judged slower TCF_R_SAMPLES times in a row, so over a whole new set of graph runs, is
+ * given up (not-faster): holding costs the GPU its start, and a window that closes at a
+ * synchronize exposes its whole run, which a graph must win back in launch time. On a
+ * noisy host one judgment was not enough: keys worth replaying were given up. */
 #define TCF_R_SAMPLES 8
 void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns);
 /* One window in this many, chosen at random, runs as issued although it could be held,

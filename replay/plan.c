@@ -114,7 +114,7 @@ static void tcf_rplan_count_again(tcf_rplan_t *p, uint32_t seen)
     tcf_rplan_drop_graph(p);
     p->state = TCF_RP_COUNTING;
     p->seen = seen;
-    p->n_graph = 0;   /* a new graph's runs are timed afresh */
+    p->n_graph = 0, p->strikes = 0;   /* a new graph's runs are timed afresh */
     atomic_store(&p->upgrade_epoch, 0);
 }
 
@@ -244,7 +244,11 @@ void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns)
     if (!graph || p->n_graph < TCF_R_SAMPLES || p->n_issued < 3)
         return;
     uint32_t g = tcf_median8(p->t_graph, p->n_graph), e = tcf_median8(p->t_issued, p->n_issued);
-    if (g < e)
+    if ((uint64_t)g <= (uint64_t)e + e / 32) {
+        p->strikes = 0;
+        return;
+    }
+    if (++p->strikes < TCF_R_SAMPLES)
         return;
     pthread_mutex_lock(&tcf_rplan_lock);
     if (p->state == TCF_RP_READY) {
