@@ -167,3 +167,17 @@ EOF
     done
     [ "$any" -eq 1 ] || skip "no tests/fixtures/trace-*.jsonl yet"
 }
+
+@test "plan: Llama's q * cos fuses with rotate_half's cat and * sin, the negation of half of q stepped over" {
+    # recorded in fuse mode (frees visible), bench/programs/hf.py llama --layers 2
+    split "$TCFUSE" plan --window 95 tests/fixtures/trace-hf-llama-fuse.jsonl
+    [ "$status" -eq 0 ]
+    # items 9 (q * cos), 13 (cat), 16 (* sin); item 11, the negation, runs before them
+    grep -q '^  group 0: items 9-16, 3 ops, n=16777216, .*1 stores dropped' "$T/out"
+    grep -q '^    op 0 (item 9): MUL bf16 ' "$T/out"
+    grep -q '^    op 1 (item 13): CAT bf16 .* -> -$' "$T/out"
+    grep -q '^    op 2 (item 16): MUL bf16 n=16777216 in op1,' "$T/out"
+    # k's chain fuses the same way, after q's sum (which reads its product through another view)
+    grep -q '^  group 1: items 19-30, 4 ops' "$T/out"
+    grep -Eq '^  not fused: .*size-differs' "$T/out"
+}
