@@ -112,10 +112,11 @@ EOF
     # the last norm's cast writes into the block of the float x it reads, through another
     # view: the row group ends before it, and the cast and weight * are an N-d group
     grep -Eq '^  group 6: items 40-41, 2 ops, .*vec 4.*space 2048x8192$' "$T/plan"
-    # rotate_half's cat and its `* sin` are one group (vec 1: the cat picks its input per
-    # element); the KV cache's two cats one copy kernel
-    grep -Eq '^  group 1: items 19-20, 2 ops, .*vec 1.*space 128x2048x16x4$' "$T/plan"
-    grep -qx '    op 0 (item 19): CAT bf16 n=16777216 in buf0,buf1 -> buf2' "$T/plan"
+    # q * cos, rotate_half's cat and its `* sin` are one group, the negation of half of q
+    # (item 18) stepped over (vec 1: the cat picks its input per element); the KV cache's
+    # two cats one copy kernel
+    grep -Eq '^  group 1: items 17-20, 3 ops, .*vec 1.*space 128x16x128x16x4$' "$T/plan"
+    grep -qx '    op 1 (item 19): CAT bf16 n=16777216 in buf3,buf4 -> buf5' "$T/plan"
     grep -Eq '^  group 4: items 27-28, 2 ops, .*vec 8.*space 128x2048x16x4$' "$T/plan"
 }
 
