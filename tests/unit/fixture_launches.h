@@ -60,6 +60,14 @@ static void load_launches(const char *path, int (*want)(const char *name))
     tcf_trace_read_close(r);
 }
 
+/* A pointer as the recorded programs' allocators hand them out: the caching allocator's
+ * cudaMalloc blocks (0x7f...) or cudaMallocAsync's pools (the fuse-mode traces, below
+ * 2^40). */
+static inline int fixture_device_ptr(uint64_t p)
+{
+    return p >> 40 == 0x7f || (p >= (1ull << 32) && p < (1ull << 40));
+}
+
 /* Frees what load_launches kept (the sanitizer builds check for leaks). */
 static void free_launches(void)
 {
