@@ -224,6 +224,11 @@ void tcf_replay_flush(tcf_window_t *w, const char *reason)
         w->rskip = w->rback;
         atomic_fetch_add_explicit(&tcf_rctr.pauses, 1, memory_order_relaxed);
     }
+    tcf_rwindow_next(w, p, graph, tcf_r_is_cut(reason));
+}
+
+void tcf_rwindow_next(tcf_window_t *w, tcf_rplan_t *p, int graph, int cut)
+{
     /* Its time is taken at the stream's next window (a held window that ran as issued is
      * neither sample: it waited for nothing and ran late). */
     w->rprev = graph || (w->rstate == TCF_R_PASS && !w->rheld) ? p : NULL;
@@ -233,7 +238,7 @@ void tcf_replay_flush(tcf_window_t *w, const char *reason)
     w->rstate = TCF_R_FRESH;
     w->rcut = 0;
     w->rquiet = 0, w->rqn = 0;
-    if (tcf_r_is_cut(reason))
+    if (cut)
         w->rord = w->rord < TCF_R_ORD_MAX ? w->rord + 1 : TCF_R_ORD_MAX;
     else
         w->rord = 0;

@@ -277,6 +277,15 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
     return 0;
 }
 
+/* One launch of a quiet window (w locked): counted in the stats, not recorded. */
+static void tcf_rquiet_count(tcf_window_t *w, tcf_kernel_t *k)
+{
+    w->rqn++;
+    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_rctr.quiet, 1, memory_order_relaxed);
+}
+
 /* A launch on a quiet window: a paused stream's window learns nothing, since nothing
  * would be held from what it learned until the pause ends, so its launches are only
  * counted, and cut where a recorded window would be cut (every tcf_rcap launches), so that
@@ -292,17 +301,12 @@ static int tcf_rquiet_launch(tcf_window_t *w, tcf_kernel_t *k)
     if (w->rquiet && w->rstate == TCF_R_PASS && !w->rcut && !w->nlaunch &&
         epoch == w->repoch) {
         counted = 1;
-        atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&tcf_rctr.quiet, 1, memory_order_relaxed);
-        if (++w->rqn >= tcf_rcap) {
+        tcf_rquiet_count(w, k);
+        if (w->rqn >= tcf_rcap) {
             if (w->nev) {
                 tcf_window_close_locked(w, "size-cap", NULL, 0);   /* flush.c ends it */
             } else {
-                w->rord = w->rord < TCF_R_ORD_MAX ? w->rord + 1 : TCF_R_ORD_MAX;
-                w->rquiet = 0, w->rqn = 0;
-                w->rprev = NULL, w->rprev_start = w->rstart;
-                w->rstate = TCF_R_FRESH;
+                tcf_rwindow_next(w, NULL, 0, 1);   /* what that close would leave */
             }
         }
     } else if (w->rquiet && !w->nlaunch) {
@@ -368,10 +372,7 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
     if (taken)
         *result = CUDA_SUCCESS;
     else if (w->rquiet && !w->nlaunch && w->rqn < tcf_rcap) {   /* a quiet window's first */
-        w->rqn++;
-        atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&l.k->launches, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&tcf_rctr.quiet, 1, memory_order_relaxed);
+        tcf_rquiet_count(w, l.k);
         taken = 2;
     }
     pthread_mutex_unlock(&w->lock);
