@@ -180,11 +180,12 @@ typedef struct tcf_rplan {
 
 extern pthread_mutex_t tcf_rplan_lock;
 
-/* The plan of key (made, counting, when new); NULL when the table is full. Lock held. */
 /* What a window's close leaves on its stream for the next one (flush.c; w locked): the
  * timing sample's plan p (or NULL), whether it ran as graph, and the window count since
  * the last boundary, one more after a cut (cut), else back to 0. */
 void tcf_rwindow_next(tcf_window_t *w, tcf_rplan_t *p, int graph, int cut);
+
+/* The plan of key (made, counting, when new); NULL when the table is full. Lock held. */
 tcf_rplan_t *tcf_rplan_get(uint64_t key, int make);
 /* Fills p's nodes and shadow from window w's n nodes, whose signatures are sigs (each
  * carriable): graph mode's plan. 0, or -1 out of memory. */
