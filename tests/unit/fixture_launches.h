@@ -8,9 +8,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "fixture_kernels.h"
 #include "trace/read.h"
-
-typedef struct { int64_t id; char *name; uint32_t np, *off, *sz; } kern_t;
 typedef struct {
     size_t k;                       /* index into ks */
     uint8_t *params;
@@ -33,12 +32,7 @@ static void load_launches(const char *path, int (*want)(const char *name))
         return;
     while (tcf_trace_read_next(r, &ev) == 1) {
         if (ev.ev == TCF_TRACE_EV_KERNEL) {
-            const tcf_trace_kernel_t *k = &ev.u.kernel;
-            ks = realloc(ks, ++nks * sizeof *ks);
-            ks[nks - 1] = (kern_t){ k->id, strdup(k->name), (uint32_t)k->nparams,
-                                    calloc(k->nparams + 1, 4), calloc(k->nparams + 1, 4) };
-            for (size_t i = 0; i < k->nparams; i++)
-                ks[nks - 1].off[i] = k->params[i].offset, ks[nks - 1].sz[i] = k->params[i].size;
+            kern_add(&ks, &nks, &ev.u.kernel);
         } else if (ev.ev == TCF_TRACE_EV_LAUNCH) {
             const tcf_trace_launch_t *l = &ev.u.launch;
             for (size_t i = first; i < nks; i++)
@@ -73,9 +67,8 @@ static void free_launches(void)
 {
     for (size_t i = 0; i < nls; i++)
         free(ls[i].params), free(ls[i].trace);
-    for (size_t i = 0; i < nks; i++)
-        free(ks[i].name), free(ks[i].off), free(ks[i].sz);
-    free(ls), free(ks);
+    kern_free(ks, nks);
+    free(ls);
     ls = NULL, ks = NULL, nls = nks = 0;
 }
 #endif

@@ -10,6 +10,7 @@
 #include "recognize/decode.h"
 #include "trace/read.h"
 #include "check.h"
+#include "fixture_kernels.h"
 #include "fuser/fuser.h"
 
 #define N 1024u
@@ -689,8 +690,6 @@ static int group_sane(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g)
     return k == g->nitems && g->nitems >= 2;
 }
 
-typedef struct { int64_t id; char *name; uint32_t np, *off, *sz; } kern_t;
-
 /* N-d groups met in the last trace planned, and among them HF LlamaRMSNorm's tail
  * (x * rsqrt broadcast, .to(bf16), weight * x) as one packed kernel. */
 static size_t nd_groups, rms_tails;
@@ -710,12 +709,7 @@ static void plan_trace(const char *path)
     while (tcf_trace_read_next(r, &ev) == 1) {
         tcf_item_t it = { .kind = TCF_ITEM_OPAQUE };
         if (ev.ev == TCF_TRACE_EV_KERNEL) {
-            const tcf_trace_kernel_t *k = &ev.u.kernel;
-            ks = realloc(ks, ++nk * sizeof *ks);
-            ks[nk - 1] = (kern_t){ k->id, strdup(k->name), (uint32_t)k->nparams,
-                                   calloc(k->nparams + 1, 4), calloc(k->nparams + 1, 4) };
-            for (size_t i = 0; i < k->nparams; i++)
-                ks[nk - 1].off[i] = k->params[i].offset, ks[nk - 1].sz[i] = k->params[i].size;
+            kern_add(&ks, &nk, &ev.u.kernel);
             continue;
         }
         if (ev.ev == TCF_TRACE_EV_WINDOW) {
@@ -768,8 +762,7 @@ static void plan_trace(const char *path)
            "%zu N-d, %llu bytes avoided%s\n", path, launches, ops, launches ? 100.0 * ops / launches : 0.0,
            fused, ops ? 100.0 * fused / ops : 0.0, groups, nd_groups, (unsigned long long)avoided,
            big ? " (windows over the item limit skipped)" : "");
-    for (size_t i = 0; i < nk; i++) free(ks[i].name), free(ks[i].off), free(ks[i].sz);
-    free(ks);
+    kern_free(ks, nk);
 }
 
 TEST(recorded_traces)
