@@ -69,9 +69,10 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     # mul+add; meanwhile its windows replay graph mode's graph of the launches, and the
     # first window after the compile (the kernel table moved) is planned again, runs as
     # issued, and makes the fused graph that the windows after it replay. The stub's
-    # launches take 2 ms, and its graph launches 6, so that the compile ends within the run.
+    # launches take 2 ms and its graph launches 4 (a graph is clearly faster than the window's
+    # three launches, so no key is given up as not faster), so that the compile ends within the run.
     base wait.plain "$PROGS/fusechain" 400 swap
-    FAKECUDA_LAUNCH_DELAY_US=2000 FAKECUDA_GRAPH_DELAY_US=6000 TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 \
+    FAKECUDA_LAUNCH_DELAY_US=2000 FAKECUDA_GRAPH_DELAY_US=4000 TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 \
         tcf wait.full "$PROGS/fusechain" 400 swap
     [ "$status" = 0 ] || { cat "$T/wait.full.err"; return 1; }
     same_text "stdout" "$T/wait.plain.out" "$T/wait.full.out"
