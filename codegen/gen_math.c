@@ -132,7 +132,7 @@ int tcf_codegen_op_check(const tcf_gop_t *op)
     case TCF_OP_NEG: case TCF_OP_RECIPROCAL: case TCF_OP_EXP: case TCF_OP_LOG:
     case TCF_OP_TANH: case TCF_OP_SIGMOID: case TCF_OP_SILU: case TCF_OP_GELU_TANH:
     case TCF_OP_GELU_ERF: case TCF_OP_POW2: case TCF_OP_POW3: case TCF_OP_POWM2:
-    case TCF_OP_SQRT: case TCF_OP_RSQRT: case TCF_OP_ABS:
+    case TCF_OP_SQRT: case TCF_OP_RSQRT: case TCF_OP_ABS: case TCF_OP_SIN: case TCF_OP_COS:
         break;
     case TCF_OP_CLAMP:
         mode_ok = op->mode <= TCF_CLAMP_BOTH;
@@ -221,6 +221,8 @@ static int tcf_codegen_body(char *out, size_t cap, const tcf_gop_t *op)
     case TCF_OP_EXP:   return TCF_RET_("expf(v)");   /* std::exp (UnaryOpsKernel.cu) */
     case TCF_OP_LOG:   return TCF_RET_("logf(v)");   /* ::log (UnaryLogKernels.cu) */
     case TCF_OP_TANH:  return TCF_RET_("tanhf(v)");  /* ::tanh (UnaryGeometricTanhKernel.cu) */
+    case TCF_OP_SIN:   return TCF_RET_("sinf(v)");   /* ::sin (UnaryGeometricSinKernel.cu) */
+    case TCF_OP_COS:   return TCF_RET_("cosf(v)");   /* ::cos (UnaryGeometricCosKernel.cu) */
     case TCF_OP_SQRT:  return TCF_RET_("sqrtf(v)");  /* std::sqrt, IEEE (UnaryOpsKernel.cu) */
     case TCF_OP_RSQRT: return TCF_RET_("rsqrtf(v)"); /* ::rsqrt, approximate, same call */
     case TCF_OP_ABS:   return TCF_RET_("fabsf(v)");  /* std::abs (AbsKernel.cu) */

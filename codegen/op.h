@@ -36,7 +36,8 @@
 #define TCF_OP_KINDS(X)                                                                    \
     X(NONE) X(ADD) X(MUL) X(DIV) X(NEG) X(RECIPROCAL) X(EXP) X(LOG) X(TANH) X(SIGMOID)    \
     X(SILU) X(RELU) X(CLAMP) X(GELU_TANH) X(GELU_ERF) X(POW2) X(POW3) X(POWM2) X(POW)     \
-    X(SQRT) X(RSQRT) X(ABS) X(CMP_SCALAR) X(WHERE) X(ADDCMUL) X(CAST) X(CAT)
+    X(SQRT) X(RSQRT) X(ABS) X(CMP_SCALAR) X(WHERE) X(ADDCMUL) X(CAST) X(CAT)  \
+    X(SIN) X(COS)
 
 typedef enum {
 #define TCF_OP_ENUM_(id) TCF_OP_##id,

@@ -56,7 +56,8 @@ void tcf_tool_help_plan(FILE *f)
         "Plans a trace (TCFUSE_TRACE=FILE) as tcfuse would fuse it: for each window, its\n"
         "launches, the ops decoded (and why the others were not), the groups of ops that\n"
         "would run as one generated kernel with the stores they drop and the bytes they\n"
-        "avoid, and each group's CUDA source. A table of coverage by kernel family (launches,\n"
+        "avoid, each group's CUDA source, and each decoded op no group holds (\"as issued\",\n"
+        "with its sizes and strides). A table of coverage by kernel family (launches,\n"
         "decoded, fused, why not decoded) and a summary of all windows end the output.\n"
         "\n"
         "options:\n"
@@ -167,6 +168,30 @@ static void print_group(tcf_plan_state_t *s, unsigned gi, const tcf_fgroup_t *fg
     }
 }
 
+/* A decoded op that runs as issued: its item, kind, dtypes, count, and for a strided op its
+ * sizes (innermost first) and each operand's byte strides, so that what keeps it out of
+ * every group can be read off. */
+static void print_alone(size_t i, const tcf_item_t *it)
+{
+    if (it->kind == TCF_ITEM_REDUCE) {
+        printf("  as issued: item %zu: REDUCE %s %s n=%u\n", i, tcf_reduce_op_name(it->red.op),
+               dt(it->red.in_dt), it->red.cfg.num_inputs * it->red.cfg.num_outputs);
+        return;
+    }
+    const tcf_op_t *op = &it->op;
+    printf("  as issued: item %zu: %s %s%s%s n=%u", i, tcf_decode_kind_name(op->kind),
+           dt(op->in_dt[0]), op->out_dt != op->in_dt[0] ? "->" : "",
+           op->out_dt != op->in_dt[0] ? dt(op->out_dt) : "", op->n);
+    for (unsigned d = 0; d < op->it.ndim; d++)
+        printf("%s%u", d ? "x" : ", space ", op->it.size[d]);
+    for (unsigned k = 0; op->it.ndim && k <= op->nin; k++) {
+        printf(k ? "; in%u" : "; out", k - 1u);
+        for (unsigned d = 0; d < op->it.ndim; d++)
+            printf(" %u", op->it.stride[k][d]);
+    }
+    printf("\n");
+}
+
 /* A window closed: take its events out of the pending list, plan them, count each launch
  * under its kernel's family, print (unless quiet). */
 static void on_window(tcf_plan_state_t *s, int64_t id)
@@ -224,6 +249,9 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
         printf("  fused: %" PRIu64 " of %" PRIu64 " ops in %u group%s\n", fused, ops,
                s->plan.ngroups, s->plan.ngroups == 1 ? "" : "s");
         print_counts("  not fused: ", unfused, TCF_FUSER_NREASON, fuser_name);
+        for (size_t i = 0; i < m; i++)
+            if ((w[i].kind == TCF_ITEM_OP || w[i].kind == TCF_ITEM_REDUCE) && s->plan.item_group[i] < 0)
+                print_alone(i, &w[i]);
     }
     free(w), free(wfam);
 }

@@ -182,3 +182,22 @@ EOF
     grep -q '^  group 1: items 19-30, 4 ops' "$T/out"
     grep -Eq '^  not fused: .*size-differs' "$T/out"
 }
+
+@test "plan: Llama's rotary tables (cat, cos, sin, scale, casts) fuse into one kernel; ops left out are listed" {
+    split "$TCFUSE" plan --window 94 tests/fixtures/trace-hf-llama-fuse.jsonl
+    [ "$status" -eq 0 ]
+    # emb = cat(freqs, freqs); cos = emb.cos() * scale; sin = emb.sin() * scale; both to bf16
+    grep -q '^  group 0: items 7-21, 7 ops, n=262144, 4 buffers, .*5 stores dropped' "$T/out"
+    grep -q '^    op 1 (item 9): COS f32 n=262144 in op0 -> -$' "$T/out"
+    grep -q '^    op 3 (item 14): SIN f32 n=262144 in op0 -> -$' "$T/out"
+    grep -q '^    op 6 (item 21): CAST f32->bf16 n=262144 in op4 -> buf3$' "$T/out"
+    # the one decoded op no group holds, named with its item
+    grep -qx '  as issued: item 1: CAST bf16->f32 n=64' "$T/out"
+    [ "$(grep -c '^  as issued: ' "$T/out")" -eq 1 ]
+    # over the whole trace: at least 80% of the elementwise, strided, copy, cat and reduce
+    # launches are fused (265 of 328 when this was written)
+    split "$TCFUSE" plan tests/fixtures/trace-hf-llama-fuse.jsonl
+    [ "$status" -eq 0 ]
+    awk '$1 ~ /^(elementwise|elementwise-strided|copy-cast|cat|reduce)$/ { l += $2; f += $4 }
+         END { printf "%d of %d fused\n", f, l; exit !(l > 0 && f * 5 >= l * 4) }' "$T/out"
+}

@@ -47,6 +47,8 @@ VARIANTS = [
     ("exp", "EXP", 1, "none", 0, "", lambda x, y, w, c, s: torch.exp(x), [()]),
     ("log", "LOG", 1, "none", 0, "", lambda x, y, w, c, s: torch.log(x), [()]),
     ("tanh", "TANH", 1, "none", 0, "", lambda x, y, w, c, s: torch.tanh(x), [()]),
+    ("sin", "SIN", 1, "none", 0, "", lambda x, y, w, c, s: torch.sin(x), [()]),
+    ("cos", "COS", 1, "none", 0, "", lambda x, y, w, c, s: torch.cos(x), [()]),
     ("sigmoid", "SIGMOID", 1, "none", 0, "", lambda x, y, w, c, s: torch.sigmoid(x), [()]),
     ("silu", "SILU", 1, "none", 0, "", lambda x, y, w, c, s: F.silu(x), [()]),
     ("clamp_min", "CLAMP", 1, "none", 0, "oo", lambda x, y, w, c, s: torch.clamp_min(x, s[0]),

@@ -57,6 +57,7 @@ static const variant_t variants[] = {
     { TCF_OP_CMP_SCALAR, 0, TCF_CMP_EQ, 1, 1, 1, "eq" },
     { TCF_OP_CMP_SCALAR, 0, TCF_CMP_NE, 1, 1, 1, "ne" }, { TCF_OP_WHERE, 0, 0, 3, 0, 0, "where" },
     { TCF_OP_ADDCMUL, 0, 0, 3, 1, 0, "addcmul" },
+    { TCF_OP_SIN, 0, 0, 1, 0, 0, "sin" }, { TCF_OP_COS, 0, 0, 1, 0, 0, "cos" },
 };
 #define NVAR (sizeof variants / sizeof variants[0])
 static const tcf_dtype_t flt[3] = { F, H, B };

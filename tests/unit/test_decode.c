@@ -1,6 +1,7 @@
 /* Decoding on recorded launches: tests/fixtures/torch-2.11-h100-single-ops.log (part 1:
  * shared/data's log; part 2: the same ops in float16/bfloat16/float32, unaligned and mixed,
- * from a TCFUSE_TRACE probe). Checks per MARK, refusals, corrupted inputs, coverage. */
+ * from a TCFUSE_TRACE probe). Checks per MARK, refusals, corrupted inputs, coverage; and
+ * the sin and cos of a Llama's rotary embedding (tests/fixtures/trace-hf-llama-fuse.jsonl). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "recognize/decode.h"
 #include "check.h"
+#include "fixture_launches.h"
 
 #define FIXTURE "tests/fixtures/torch-2.11-h100-single-ops.log"
 #define MAXB 2048
@@ -341,7 +343,10 @@ TEST(coverage)
                                   tcf_decode_dtype_name((tcf_dtype_t)d), l == 0 ? "vec" : l == 1 ? "unrolled" : "cast");
         if (verbose)
             printf("%s\n", line);
-        CHECK(seen[r][0] | seen[r][1] | seen[r][2]);  /* no row without a recorded witness */
+        /* no row without a recorded witness: here, or (sin, cos) in a model's trace, which
+         * recorded_sin_and_cos decodes */
+        int in_trace = !strcmp(tcf_decode_rule_name(r), "sin") || !strcmp(tcf_decode_rule_name(r), "cos");
+        CHECK(seen[r][0] | seen[r][1] | seen[r][2] | in_trace);
     }
     CHECK_EQ_INT(ok, ew);
 }
@@ -468,9 +473,9 @@ TEST(halves_agree_with_the_whole)
         tcf_decode_launch_t l = launch_of(r);
         tcf_decode_kernel_t dk;
         tcf_op_t whole, half;
-        tcf_decode_status_t ks = tcf_decode_kernel(&l, &dk), ws = tcf_decode_launch(&l, &whole);
-        if (ks != TCF_DECODE_OK) {
-            CHECK_EQ_INT(ks, ws);  /* a kernel-level refusal is the whole's refusal */
+        tcf_decode_status_t kst = tcf_decode_kernel(&l, &dk), ws = tcf_decode_launch(&l, &whole);
+        if (kst != TCF_DECODE_OK) {
+            CHECK_EQ_INT(kst, ws);  /* a kernel-level refusal is the whole's refusal */
             continue;
         }
         for (size_t j = 0; j < nrec; j++) {
@@ -500,6 +505,36 @@ TEST(halves_agree_with_the_whole)
     CHECK_EQ_INT(tcf_decode_kernel(NULL, &none), TCF_DECODE_BAD_ARGS);
 }
 
+static int sin_cos(const char *name)
+{
+    return strstr(name, "15sin_kernel_cuda") || strstr(name, "15cos_kernel_cuda");
+}
+
+/* The rotary embedding's emb.cos() and emb.sin(), float, as a real model launched them:
+ * each decodes to its kind, and nothing else of the trace's names is taken for them. */
+TEST(recorded_sin_and_cos)
+{
+    unsigned n[2] = { 0, 0 };
+    load_launches("tests/fixtures/trace-hf-llama-fuse.jsonl", sin_cos);
+    for (size_t i = 0; i < nls; i++) {
+        const kern_t *k = &ks[ls[i].k];
+        tcf_decode_launch_t d = { k->name, k->np, k->off, k->sz, ls[i].params, ls[i].len,
+                                  { ls[i].grid[0], ls[i].grid[1], ls[i].grid[2] },
+                                  { ls[i].block[0], ls[i].block[1], ls[i].block[2] } };
+        tcf_op_t op;
+        int is_sin = strstr(k->name, "15sin_kernel_cuda") != NULL;
+        if (!CHECK_EQ_INT(tcf_decode_launch(&d, &op), TCF_DECODE_OK))
+            continue;
+        CHECK_EQ_INT(op.kind, is_sin ? TCF_OP_SIN : TCF_OP_COS);
+        CHECK(op.compute_dt == TCF_DT_F32 && op.out_dt == TCF_DT_F32 && op.in_dt[0] == TCF_DT_F32);
+        CHECK(op.nin == 1 && op.nscalar == 0 && op.vec == 4 && op.n == 262144);
+        CHECK(fixture_device_ptr(op.out) && fixture_device_ptr(op.in[0]) && op.out != op.in[0]);
+        n[is_sin]++;
+    }
+    CHECK(n[0] == 4 && n[1] == 4);   /* two forwards of two calls each */
+    free_launches();
+}
+
 TEST(names)
 {
     for (int s = 0; s < TCF_DECODE_NSTATUS; s++) {
@@ -525,6 +560,7 @@ int main(int argc, char **argv)
     RUN(corrupted_inputs_are_refused);
     RUN(edited_launches);
     RUN(halves_agree_with_the_whole);
+    RUN(recorded_sin_and_cos);
     RUN(names);
     for (size_t k = 0; k < nrec; k++)
         free(recs[k].name);
