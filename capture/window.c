@@ -253,12 +253,6 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
     return e;
 }
 
-void tcf_window_busy(tcf_window_t *w, uint64_t t_in, uint64_t now)
-{
-    if (t_in && w->nev && t_in >= w->last_t && t_in - w->last_t <= tcf_idle_ns)
-        w->last_t = now;
-}
-
 /* Both acting modes hold a stream-ordered free behind the launches they hold, so that the
  * block is not handed out again before the kernels that read it run. w->lock held. */
 tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, CUstream stream)
@@ -379,7 +373,7 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
                         unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                         int ptds, void **params, void **extra,
                         const CUlaunchAttribute *attrs, unsigned nattrs, CUresult rc,
-                        tcf_window_t *w, uint64_t t_in)
+                        tcf_window_t *w)
 {
     if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
@@ -403,7 +397,6 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
                              .block = { bx, by, bz }, .smem = smem, .params = params,
                              .extra = extra, .attrs = attrs, .nattrs = attrs ? nattrs : 0 };
     pthread_mutex_lock(&w->lock);
-    tcf_window_busy(w, t_in, now);
     if (tcf_window_add_launch(w, &l, 0, rc, now) && w->nlaunch >= tcf_window_max)
         tcf_window_close_locked(w, "size-cap", NULL, 0);
     pthread_mutex_unlock(&w->lock);

@@ -113,11 +113,6 @@ tcf_window_t *tcf_window_for(CUstream stream, int ptds);
 /* Makes room for one event and `bytes` of parameters (w locked); returns it, its time set
  * to now, or NULL when out of memory. An idle gap closes the previous window first. */
 tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes);
-/* A hook entered at t_in (tcf_now_ns; 0: unknown) is about to append at now: if the host
- * came back within the idle time, the time the hook spent since in the driver (a full
- * queue blocks a GPU-bound program's launches) or flushing held work is not an idle gap,
- * so w's clock restarts at now. w locked. */
-void tcf_window_busy(tcf_window_t *w, uint64_t t_in, uint64_t now);
 /* cuMemFreeAsync(ptr, stream) held in w behind its held work (w->lock held): a held free
  * event appended, w->nheld and the free counters raised. NULL when no memory. */
 tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, CUstream stream);

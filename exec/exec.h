@@ -31,10 +31,10 @@ void tcf_exec_init(void);
 /* A cuLaunchKernel on its way to the driver: returns 1 when exec took care of it (held in
  * the window, or issued and recorded with its decoded op) and the wrapper must return
  * *result; 0 when the caller must issue and record it as usual (held work that must
- * precede it has been issued). t_in: when the hook was entered (tcf_window_busy). */
+ * precede it has been issued). */
 int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                     unsigned by, unsigned bz, unsigned smem, CUstream stream, void **params,
-                    void **extra, CUresult *result, uint64_t t_in);
+                    void **extra, CUresult *result);
 /* A stream-ordered free: 1 when held (it must run after held work that may use the block),
  * 0 when the caller must free now. */
 int tcf_exec_free(CUdeviceptr ptr, CUstream stream);

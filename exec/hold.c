@@ -120,7 +120,7 @@ static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint
 
 int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned smem, CUstream stream,
-                            void **params, void **extra, CUresult *result, uint64_t t_in)
+                            void **params, void **extra, CUresult *result)
 {
     if (!tcf_holding)
         return 0;
@@ -188,7 +188,6 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
         }
     }
     if (start || w->nheld) {  /* held: issued with its window's plan */
-        tcf_window_busy(w, t_in, tcf_now_ns());   /* other streams' work may have gone out */
         if (tcf_fuse_append(w, k, buf, &op, 1, CUDA_SUCCESS, stream, grid, block, smem)) {
             if (!w->nheld) {
                 atomic_fetch_add_explicit(&tcf_xctr.holds, 1, memory_order_relaxed);
@@ -211,7 +210,6 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
         if (rc != CUDA_SUCCESS)
             atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&tcf_xctr.passed, 1, memory_order_relaxed);
-        tcf_window_busy(w, t_in, tcf_now_ns());
         if (!tcf_fuse_append(w, k, buf, &op, 0, rc, stream, grid, block, smem)) {
             atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&tcf_ctr.oom, 1, memory_order_relaxed);

@@ -126,8 +126,13 @@ static void tcf_init_once(void)
     };
     tcf_driver_set(&drv);
     /* The one upward path, capture -> exec or replay, is a table handed down now. */
+    /* Fuse mode cuts windows only where the program's calls and the size cap say: an idle
+     * gap on arrival frees nothing (held work has waited through it already), and where
+     * a GPU-bound program's host pauses (its launches block whenever the driver's queue
+     * is full) differs from run to run, and with it the groups a run meets. */
     static const tcf_capture_up_t fuse_up = {
         .flush = tcf_exec_flush, .stop = tcf_exec_stop, .stats = tcf_exec_stats_print,
+        .no_idle = 1,
     };
     /* Graph mode learns every window and cuts them only where the program's own calls and
      * the replay cap say, never after an idle gap. */

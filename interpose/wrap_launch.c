@@ -3,7 +3,6 @@
  * unchanged. Fuse mode offers legacy-stream cuLaunchKernel launches to exec/, graph mode
  * every launch to replay/; what they do not take goes on as in observe mode. This is the
  * hot path: every kernel of the process passes here. */
-#include "base/base.h"
 #include "capture/capture.h"
 #include "exec/exec.h"
 #include "interpose/interpose.h"
@@ -45,7 +44,6 @@ static inline int tcf_replaying(void)
             return CUDA_ERROR_NOT_FOUND;                                                 \
         struct tcf_window *win = NULL;                                                   \
         int quiet = 0;                                                                   \
-        uint64_t t_in = tcf_fusing() ? tcf_now_ns() : 0;                                 \
         if (tcf_replaying()) {                                                           \
             CUresult held_rc;                                                            \
             int r_ = tcf_replay_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem,  \
@@ -56,14 +54,14 @@ static inline int tcf_replaying(void)
             quiet = r_ == 2;                                                             \
         } else if (!(ptds)) {                                                            \
             TCF_HOLD_cuLaunchKernel((f, gx, gy, gz, bx, by, bz, smem, stream, params,    \
-                                     extra, &taken_rc, t_in))                            \
+                                     extra, &taken_rc))                                  \
         } else {                                                                         \
             TCF_HOLD_OTHER(stream)                                                       \
         }                                                                                \
         CUresult rc = real TCF_LAUNCH_ARGS;                                              \
         if (tcf_on() && !quiet)                                                          \
             tcf_capture_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem, stream,  \
-                               ptds, params, extra, NULL, 0, rc, win, t_in);             \
+                               ptds, params, extra, NULL, 0, rc, win);                   \
         return rc;                                                                       \
     }                                                                                    \
     TCF_EXPORT(abi)
@@ -76,7 +74,6 @@ static inline int tcf_replaying(void)
             return CUDA_ERROR_NOT_FOUND;                                                 \
         struct tcf_window *win = NULL;                                                   \
         int quiet = 0;                                                                   \
-        uint64_t t_in = tcf_fusing() ? tcf_now_ns() : 0;                                 \
         if (tcf_replaying() && config) {                                                 \
             CUresult held_rc;                                                            \
             int r_ = tcf_replay_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX,           \
@@ -96,7 +93,7 @@ static inline int tcf_replaying(void)
                                config->gridDimZ, config->blockDimX, config->blockDimY,   \
                                config->blockDimZ, config->sharedMemBytes,                \
                                config->hStream, ptds, params, extra, config->attrs,      \
-                               config->numAttrs, rc, win, t_in);                         \
+                               config->numAttrs, rc, win);                               \
         return rc;                                                                       \
     }                                                                                    \
     TCF_EXPORT(abi)
