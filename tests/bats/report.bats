@@ -338,8 +338,10 @@ EOF
     grep -Eq '^  elementwise-strided +52 +52 +34$' "$T/cov"
     grep -Eq '^  gemm +32 +0 +0  32 not-elementwise$' "$T/cov"
     grep -Eq '^  reduce +10 +10 +9$' "$T/cov"                 # each RMSNorm's mean in its row group
-    # rotate_half's with `* sin`, the KV cache's two as one copy; the rotary table's alone
-    grep -Eq '^  cat +18 +18 +16$' "$T/cov"
+    # rotate_half's with `* sin`, the KV cache's two as one copy, the rotary table's with
+    # its cos, sin, scales and casts
+    grep -Eq '^  cat +18 +18 +17$' "$T/cov"
+    grep -Eq '^  elementwise +56 +54 +37  2 unsupported-dtype$' "$T/cov"
     grep -Eq '^  copy-cast +28 +26 +23  2 unsupported-dtype$' "$T/cov"
     # every launch is in exactly one family: the rows add up to the trace's launches
     total=$(awk 'NR > 2 { s += $2 } END { print s }' "$T/cov")
