@@ -12,7 +12,10 @@ MODEL: gpt2 (default 1 x 32), llama (bf16, hidden 2048, 8 layers, intermediate 5
 with that mode, e.g. reduce-overhead). --census prints, per
 kernel family (families.py), launches and GPU time of one iteration from torch.profiler.
 
-Output lines: "iter_ms <t1> <t2> ...", "median_ms <m>", "first_ms <t>", "checksum <sha256>".
+Output lines: "iter_ms <t1> <t2> ...", "median_ms <m>", "first_ms <t>", "host_ms <t1> ..."
+(each measured iteration's time until the call returned, before the synchronize: the
+host's part, or more where the driver's queue was full and a launch blocked),
+"checksum <sha256>".
 """
 import argparse
 import hashlib
@@ -114,7 +117,7 @@ def main():
     fn = torch.compile(step, mode=a.compile_mode) if a.compile else step
 
     h = hashlib.sha256()
-    times = []
+    times, host = [], []
     outs = []
     for i in range(a.warmup + a.iters):
         if i == a.warmup:
@@ -123,6 +126,7 @@ def main():
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         out = fn(ids)
+        host.append((time.perf_counter() - t0) * 1e3)   # the host's part, up to the sync
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
         if train or i in (0, a.warmup + a.iters - 1):
@@ -140,6 +144,7 @@ def main():
     print("first_ms %.3f" % times[0])
     print("iter_ms " + " ".join("%.3f" % t for t in meas))
     print("median_ms %.3f" % statistics.median(meas))
+    print("host_ms " + " ".join("%.3f" % t for t in host[a.warmup:]))
     print("checksum %s" % h.hexdigest())
 
     if a.census:

@@ -353,8 +353,9 @@ def main():
         check(r.returncode == 0 and "promise: kept" in table, "run-all kept", r.stdout[-500:])
         row = [line for line in table.splitlines() if line.startswith("| gpt2-1x32 | fuse |")]
         cells = row[0].split(" | ") if row else []
-        check(len(cells) == 9 and cells[2].startswith("8.") and cells[4].startswith("1.2") and
-              cells[7] == "equal" and "30 of 100 launches fused away" in cells[8],
+        check(len(cells) == 10 and cells[2].startswith("8.") and cells[4].startswith("1.2") and
+              cells[7] == "equal" and "30 of 100 launches fused away" in cells[8] and
+              cells[9].startswith("4.") and " / 4." in cells[9],   # two runs' host medians
               "run-all row", table)
         env["RUNALL_FAKE_BAD"] = "1"   # observe's checksum differs, and observe is slower
         r = subprocess.run([py, runall, "--fake", "--programs", "gpt2-1x32", "--repeats", "2",
