@@ -157,6 +157,8 @@ typedef struct {
     int16_t      item_group[TCF_FUSER_MAX_ITEMS]; /* [0, n): group index, or -1: runs as
                                                    * issued; past n: not written */
     uint32_t     reasons[TCF_FUSER_NREASON];      /* ops not fused, by reason */
+    uint8_t      item_why[TCF_FUSER_MAX_ITEMS];   /* [0, n): the reason an op that runs as
+                                                   * issued was counted under, else 0xff */
 } tcf_plan_t;
 
 /* Plans items[0..n). Returns 0, or -1 when n > TCF_FUSER_MAX_ITEMS (nothing fused). */

@@ -30,7 +30,15 @@ typedef struct {
     size_t back;                 /* the first of those: where planning resumes when the
                                   * group ends before another op joins it */
     uint8_t pend_why[TCF_FUSER_STEPS];
+    uint16_t pend_item[TCF_FUSER_STEPS];
 } tcf_fuser_walk_t;
+
+/* Counts op `item`, which runs as issued, under reason r. */
+static void not_fused(tcf_plan_t *p, size_t item, int r)
+{
+    p->reasons[r]++;
+    p->item_why[item] = (uint8_t)r;
+}
 
 /* An op left alone is counted once, under the more telling of the reasons that cut it off
  * on its two sides: a conflict says more than a shape or size change, which says more
@@ -53,9 +61,10 @@ static int close_group(tcf_fuser_walk_t *w, int right, size_t *i)
     if (resume)   /* it ended at its last op, whose right neighbour was stepped over */
         right = w->pend_why[0];
     if (b->nops == 1) {
-        p->reasons[rank(right) > rank(w->left) ? right : w->left]++;
+        not_fused(p, b->item[0], rank(right) > rank(w->left) ? right : w->left);
     } else if (b->nops > 1 && p->ngroups == TCF_FUSER_MAX_GROUPS) {
-        p->reasons[TCF_FUSER_TOO_BIG] += b->nops;   /* the plan's group table is full */
+        for (unsigned k = 0; k < b->nops; k++)   /* the plan's group table is full */
+            not_fused(p, b->item[k], TCF_FUSER_TOO_BIG);
     } else if (b->nops > 1) {
         tcf_fgroup_t *g = &p->groups[p->ngroups];
         if (tcf_fuser_build_finish(b, w->items, w->n, g))
@@ -83,7 +92,7 @@ static int offer(tcf_fuser_walk_t *w, size_t *i)
     int r = tcf_fuser_build_add(&w->b, w->items, idx);
     if (r < 0) {   /* joined: what it stepped over is inside the group's span for good */
         for (unsigned k = 0; k < w->npend; k++)
-            p->reasons[w->pend_why[k]]++;
+            not_fused(p, w->pend_item[k], w->pend_why[k]);
         w->npend = 0;
         return 0;
     }
@@ -91,6 +100,7 @@ static int offer(tcf_fuser_walk_t *w, size_t *i)
         tcf_fuser_build_step(&w->b, w->items, idx) == 0) {
         if (!w->npend)
             w->back = *i;
+        w->pend_item[w->npend] = idx;
         w->pend_why[w->npend++] = (uint8_t)r;
         w->nstep++;
         return 0;
@@ -98,7 +108,7 @@ static int offer(tcf_fuser_walk_t *w, size_t *i)
     if (close_group(w, r, i))
         return 1;
     if ((r = tcf_fuser_build_add(&w->b, w->items, idx)) >= 0) {
-        p->reasons[r]++;   /* its own operands overlap, or a reduction no group holds */
+        not_fused(p, idx, r);   /* its own operands overlap, or a reduction no group holds */
         w->left = TCF_FUSER_ALONE;
     }
     return 0;
@@ -114,6 +124,7 @@ int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan)
         return -1;
     for (size_t i = 0; i < n; i++)  /* only what is planned: this runs at every flush */
         plan->item_group[i] = -1;
+    memset(plan->item_why, 0xff, n);
     memset(&w, 0, sizeof w);
     w.items = items, w.n = n, w.plan = plan, w.left = TCF_FUSER_ALONE;
     w.b.nwin = n;
@@ -136,7 +147,7 @@ int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan)
                     i--;
                     continue;
                 }
-                plan->reasons[TCF_FUSER_ALONE]++;
+                not_fused(plan, i, TCF_FUSER_ALONE);
                 break;
             }
             /* fall through */

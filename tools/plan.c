@@ -57,8 +57,9 @@ void tcf_tool_help_plan(FILE *f)
         "launches, the ops decoded (and why the others were not), the groups of ops that\n"
         "would run as one generated kernel with the stores they drop and the bytes they\n"
         "avoid, each group's CUDA source, and each decoded op no group holds (\"as issued\",\n"
-        "with its sizes and strides). A table of coverage by kernel family (launches,\n"
-        "decoded, fused, why not decoded) and a summary of all windows end the output.\n"
+        "with the reason it was counted under, its sizes and strides). A table of coverage\n"
+        "by kernel family (launches, decoded, fused, why not decoded) and a summary of all\n"
+        "windows end the output.\n"
         "\n"
         "options:\n"
         "  -c, --compile        also compile each group with NVRTC for sm_%d and print the\n"
@@ -171,15 +172,18 @@ static void print_group(tcf_plan_state_t *s, unsigned gi, const tcf_fgroup_t *fg
 /* A decoded op that runs as issued: its item, kind, dtypes, count, and for a strided op its
  * sizes (innermost first) and each operand's byte strides, so that what keeps it out of
  * every group can be read off. */
-static void print_alone(size_t i, const tcf_item_t *it)
+static void print_alone(size_t i, const tcf_item_t *it, uint8_t why)
 {
+    char r[40] = "";
+    if (why != 0xff)
+        snprintf(r, sizeof r, " (%s)", tcf_fuser_reason_name((tcf_fuser_reason_t)why));
     if (it->kind == TCF_ITEM_REDUCE) {
-        printf("  as issued: item %zu: REDUCE %s %s n=%u\n", i, tcf_reduce_op_name(it->red.op),
+        printf("  as issued: item %zu%s: REDUCE %s %s n=%u\n", i, r, tcf_reduce_op_name(it->red.op),
                dt(it->red.in_dt), it->red.cfg.num_inputs * it->red.cfg.num_outputs);
         return;
     }
     const tcf_op_t *op = &it->op;
-    printf("  as issued: item %zu: %s %s%s%s n=%u", i, tcf_decode_kind_name(op->kind),
+    printf("  as issued: item %zu%s: %s %s%s%s n=%u", i, r, tcf_decode_kind_name(op->kind),
            dt(op->in_dt[0]), op->out_dt != op->in_dt[0] ? "->" : "",
            op->out_dt != op->in_dt[0] ? dt(op->out_dt) : "", op->n);
     for (unsigned d = 0; d < op->it.ndim; d++)
@@ -251,7 +255,7 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
         print_counts("  not fused: ", unfused, TCF_FUSER_NREASON, fuser_name);
         for (size_t i = 0; i < m; i++)
             if ((w[i].kind == TCF_ITEM_OP || w[i].kind == TCF_ITEM_REDUCE) && s->plan.item_group[i] < 0)
-                print_alone(i, &w[i]);
+                print_alone(i, &w[i], s->plan.item_why[i]);
     }
     free(w), free(wfam);
 }

@@ -192,7 +192,7 @@ EOF
     grep -q '^    op 3 (item 14): SIN f32 n=262144 in op0 -> -$' "$T/out"
     grep -q '^    op 6 (item 21): CAST f32->bf16 n=262144 in op4 -> buf3$' "$T/out"
     # the one decoded op no group holds, named with its item
-    grep -qx '  as issued: item 1: CAST bf16->f32 n=64' "$T/out"
+    grep -qx '  as issued: item 1 (alone): CAST bf16->f32 n=64' "$T/out"
     [ "$(grep -c '^  as issued: ' "$T/out")" -eq 1 ]
     # over the whole trace: at least 80% of the elementwise, strided, copy, cat and reduce
     # launches are fused (265 of 328 when this was written)

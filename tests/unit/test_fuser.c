@@ -719,6 +719,17 @@ static void plan_trace(const char *path)
             ni = 0;
             if (m > TCF_FUSER_MAX_ITEMS) { big++; continue; }
             CHECK_EQ_INT(tcf_fuser_plan(items, m, &plan), 0);
+            /* every decoded op outside the groups is named under one reason, and the
+             * names add up to the counts (UNALIGNED counts fused ops: no name) */
+            uint32_t named[TCF_FUSER_NREASON] = { 0 };
+            for (size_t i = 0; i < m; i++) {
+                int op = items[i].kind == TCF_ITEM_OP || items[i].kind == TCF_ITEM_REDUCE;
+                bad += (op && plan.item_group[i] < 0) != (plan.item_why[i] != 0xff);
+                if (plan.item_why[i] != 0xff)
+                    bad += plan.item_why[i] >= TCF_FUSER_UNALIGNED || named[plan.item_why[i]]++ > UINT32_MAX - 2;
+            }
+            for (unsigned why = 0; why < TCF_FUSER_UNALIGNED; why++)
+                bad += named[why] != plan.reasons[why];
             for (unsigned gi = 0; gi < plan.ngroups; gi++) {
                 tcf_fused_args_t a;
                 const tcf_fgroup_t *g = &plan.groups[gi];
