@@ -369,6 +369,21 @@ tcf_event_t *tcf_window_add_launch(tcf_window_t *w, const tcf_launch_t *l, int h
     return e;
 }
 
+static tcf_kernel_t *tcf_count_launch(CUfunction f, CUresult rc)
+{
+    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+    if (rc != CUDA_SUCCESS)
+        atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
+    tcf_kernel_t *k = tcf_kernel_get(f);
+    atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
+    return k;
+}
+
+void tcf_capture_count(CUfunction f, CUresult rc)
+{
+    tcf_count_launch(f, rc);
+}
+
 void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                         int ptds, void **params, void **extra,
@@ -383,11 +398,7 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
     if (!atomic_load_explicit(&quiesce_at_exit, memory_order_relaxed) &&
         !atomic_exchange(&quiesce_at_exit, 1))
         atexit(tcf_capture_quiesce);
-    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
-    if (rc != CUDA_SUCCESS)
-        atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
-    tcf_kernel_t *k = tcf_kernel_get(f);
-    atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
+    tcf_kernel_t *k = tcf_count_launch(f, rc);
     if (!w)
         w = tcf_window_for(stream, ptds);
     if (!w)

@@ -2,8 +2,9 @@
  * key promises the same structure, but the args must never be trusted to it: the group is
  * rebuilt from the new window's items with the very rules that formed it, and used only
  * if that yields the same kernel (same buffers, sources, stores, scalars and a vector
- * width the new addresses allow), and every op the group stepped over still may be. A window that frees less than the planned one, or whose
- * addresses now overlap, is refused and runs as issued. */
+ * width the new addresses allow), and every op the group stepped over still may be. A
+ * window that frees less than the planned one, or whose addresses now overlap, is refused
+ * and runs as issued. */
 #include <string.h>
 
 #include "fuser/internal.h"

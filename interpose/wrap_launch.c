@@ -59,7 +59,9 @@ static inline int tcf_replaying(void)
             TCF_HOLD_OTHER(stream)                                                       \
         }                                                                                \
         CUresult rc = real TCF_LAUNCH_ARGS;                                              \
-        if (tcf_on() && !quiet)                                                          \
+        if (quiet)                                                                       \
+            tcf_capture_count(f, rc);                                                    \
+        else if (tcf_on())                                                               \
             tcf_capture_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem, stream,  \
                                ptds, params, extra, NULL, 0, rc, win);                   \
         return rc;                                                                       \
@@ -88,7 +90,9 @@ static inline int tcf_replaying(void)
         }                                                                                \
         TCF_HOLD_OTHER(config ? config->hStream : NULL)                                  \
         CUresult rc = real TCF_LAUNCHEX_ARGS;                                            \
-        if (tcf_on() && config && !quiet)                                                \
+        if (quiet)                                                                       \
+            tcf_capture_count(f, rc);                                                    \
+        else if (tcf_on() && config)                                                     \
             tcf_capture_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX, config->gridDimY, \
                                config->gridDimZ, config->blockDimX, config->blockDimY,   \
                                config->blockDimZ, config->sharedMemBytes,                \

@@ -277,12 +277,11 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
     return 0;
 }
 
-/* One launch of a quiet window (w locked): counted in the stats, not recorded. */
-static void tcf_rquiet_count(tcf_window_t *w, tcf_kernel_t *k)
+/* One launch of a quiet window (w locked): the wrapper counts it as a launch once issued
+ * (tcf_capture_count) and records nothing. */
+static void tcf_rquiet_count(tcf_window_t *w)
 {
     w->rqn++;
-    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&tcf_rctr.quiet, 1, memory_order_relaxed);
 }
 
@@ -293,7 +292,7 @@ static void tcf_rquiet_count(tcf_window_t *w, tcf_kernel_t *k)
  * besides (frees, memsets) closes with it. A boundary since the window began ends it:
  * the normal path then starts the next. 1 when counted (issue it, record nothing), 0 when
  * the normal path must take it. */
-static int tcf_rquiet_launch(tcf_window_t *w, tcf_kernel_t *k)
+static int tcf_rquiet_launch(tcf_window_t *w)
 {
     int counted = 0;
     pthread_mutex_lock(&w->lock);
@@ -301,7 +300,7 @@ static int tcf_rquiet_launch(tcf_window_t *w, tcf_kernel_t *k)
     if (w->rquiet && w->rstate == TCF_R_PASS && !w->rcut && !w->nlaunch &&
         epoch == w->repoch) {
         counted = 1;
-        tcf_rquiet_count(w, k);
+        tcf_rquiet_count(w);
         if (w->rqn >= tcf_rcap) {
             if (w->nev) {
                 tcf_window_close_locked(w, "size-cap", NULL, 0);   /* flush.c ends it */
@@ -335,7 +334,7 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
     if (!w)
         return 0;
     *wout = w;
-    if (__atomic_load_n(&w->rquiet, __ATOMIC_RELAXED) && tcf_rquiet_launch(w, tcf_kernel_get(f)))
+    if (__atomic_load_n(&w->rquiet, __ATOMIC_RELAXED) && tcf_rquiet_launch(w))
         return 2;
     const tcf_launch_t l = { .via = via, .stream = stream, .k = tcf_kernel_get(f),
                              .grid = { gx, gy, gz }, .block = { bx, by, bz }, .smem = smem,
@@ -372,7 +371,7 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
     if (taken)
         *result = CUDA_SUCCESS;
     else if (w->rquiet && !w->nlaunch && w->rqn < tcf_rcap) {   /* a quiet window's first */
-        tcf_rquiet_count(w, l.k);
+        tcf_rquiet_count(w);
         taken = 2;
     }
     pthread_mutex_unlock(&w->lock);

@@ -40,8 +40,8 @@ void tcf_replay_init(void);
 /* A kernel launch on its way to the driver: returns 1 when replay held it (the wrapper
  * returns *result, CUDA_SUCCESS), 0 when the caller must issue and record it as in
  * observe mode (held work that must precede it has been issued; *w is its window, for
- * tcf_capture_launch, or NULL), 2 when the caller must issue it and record nothing (its
- * stream's holding is paused: the launch was counted). attrs: those of cuLaunchKernelEx,
+ * tcf_capture_launch, or NULL), 2 when the caller must issue it and only count it
+ * (tcf_capture_count: its stream's holding is paused). attrs: those of cuLaunchKernelEx,
  * or NULL. */
 int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                       unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
