@@ -1,6 +1,6 @@
 /* Fuse mode's launch path: hold PyTorch elementwise launches in their window and issue the window's
- * plan when something may observe it, new work must follow it, the window is full or it
- * idles.
+ * plan when something may observe it, new work must follow it or the window is full (fuse
+ * mode never closes a window on idle: interpose/init.c).
  *
  * Holding costs overlap: while a window is held the GPU waits for the host. So a window
  * is held only from a launch known to start a group whose generated kernel is ready

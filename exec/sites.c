@@ -16,7 +16,7 @@
  * nothing, and at the next occurrence after the kernel table changed (a kernel made ready
  * may make it fuse). A site that fused once is held from then on, as before the policy:
  * on the H100, GPT-2 1 x 32's held windows fuse 298 times in 299, and a site passed after
- * two vain holds (a chain cut short by an idle gap, a kernel still compiling) lost its
+ * two vain holds (a chain cut short, a kernel still compiling) lost its
  * fusion for the passes that followed. Unknown sites are held too: a program's fused
  * chains are never given up on a guess.
  *
