@@ -174,9 +174,9 @@ out:
 
 /* The next job (lock held; dropped while the disk is read). First one the disk cache can
  * serve, a verdict on disk for its source: it is ready in under a millisecond, where a
- * compile ahead of it takes a hundred. It matters at a process's start, when pieces of
- * chains that no earlier process met are queued, while a whole chain's kernel waits on
- * disk behind their compiles. Each entry
+ * compile ahead of it takes a hundred. It matters at a process's start, when groups no
+ * earlier process met are queued and a kernel on disk would wait behind their compiles.
+ * Each entry
  * is looked up once, and only while there is a choice. */
 static tcf_fkern_t *tcf_q_take(int arch)
 {
