@@ -8,6 +8,9 @@
  * (libunwind when present, else glibc's backtrace). At exit the stacks and the loaded
  * modules go to SAMPLE_OUT (default sample.out); bench/sample-report names the frames
  * (nm, addr2line) and prints shares by module and by function, self and inclusive.
+ * With SAMPLE_THREADS=1 every thread the program creates later (pthread_create: PyTorch's
+ * autograd thread runs a training step's backward) gets its own timer too, and its
+ * samples are tagged with its number (1, 2, ... in creation order; 0 is the first thread).
  *
  *   cc -O2 -shared -fPIC bench/sample.c -o build/libsample.so -ldl -lrt
  *   LD_PRELOAD="build/libsample.so build/libtcfuse.so" SAMPLE_OUT=s.out python prog.py
@@ -18,6 +21,7 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -32,14 +36,19 @@
 #define DEPTH 24
 #define MAXS 200000
 
+#define MAXT 64
+
 static uintptr_t samples[MAXS][DEPTH];
 static uint8_t depth[MAXS];
+static uint8_t thread_of[MAXS];
 static atomic_int nsamples;
 static int (*unw)(void **, int);
-static timer_t timer;
+static timer_t timers[MAXT];    /* [0]: the first thread's; the others' with SAMPLE_THREADS */
+static atomic_int ntimers;
 static int armed;
 static struct itimerspec period;
 static volatile sig_atomic_t running;
+static _Thread_local int my_index;
 
 /* SIGUSR2: the program's own start and stop marks. */
 static void on_mark(int sig)
@@ -49,7 +58,9 @@ static void on_mark(int sig)
     if (running)
         memset(&its, 0, sizeof its);
     running = !running;
-    timer_settime(timer, 0, &its, NULL);
+    int n = atomic_load(&ntimers);
+    for (int t = 0; t < n && t < MAXT; t++)
+        timer_settime(timers[t], 0, &its, NULL);
 }
 
 static void on_sample(int sig, siginfo_t *si, void *uc)
@@ -58,6 +69,7 @@ static void on_sample(int sig, siginfo_t *si, void *uc)
     int i = atomic_fetch_add(&nsamples, 1);
     if (i >= MAXS)
         return;
+    thread_of[i] = (uint8_t)my_index;
     void *pcs[DEPTH + 4];
     int n = unw ? unw(pcs, DEPTH + 4) : backtrace(pcs, DEPTH + 4);
     uintptr_t rip = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
@@ -74,10 +86,13 @@ static void on_sample(int sig, siginfo_t *si, void *uc)
     depth[i] = (uint8_t)k;
 }
 
+static char exe_path[4096] = "[main]";
+
 static int write_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     FILE *f = arg;
+    const char *arg2 = exe_path;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
         if (p->p_type != PT_LOAD)
@@ -85,7 +100,7 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg)
         fprintf(f, "M %lx %lx %lx %s\n", (unsigned long)info->dlpi_addr,
                 (unsigned long)(info->dlpi_addr + p->p_vaddr),
                 (unsigned long)(info->dlpi_addr + p->p_vaddr + p->p_memsz),
-                info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "[main]");
+                info->dlpi_name && *info->dlpi_name ? info->dlpi_name : (const char *)arg2);
     }
     return 0;
 }
@@ -95,7 +110,9 @@ __attribute__((destructor)) static void sample_stop(void)
     if (!armed)
         return;
     armed = 0;
-    timer_delete(timer);
+    int nt = atomic_load(&ntimers);
+    for (int t = 0; t < nt && t < MAXT; t++)
+        timer_delete(timers[t]);
     signal(SIGPROF, SIG_IGN);
     const char *path = getenv("SAMPLE_OUT");
     FILE *f = fopen(path && *path ? path : "sample.out", "w");
@@ -105,9 +122,17 @@ __attribute__((destructor)) static void sample_stop(void)
     if (n > MAXS)
         n = MAXS;
     fprintf(f, "N %d %s\n", n, getenv("SAMPLE_US") ? getenv("SAMPLE_US") : "200");
+    /* The program itself has no name in the loader's list: its path lets the report read
+     * its symbols (a C program's own functions). */
+    ssize_t len = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+    if (len > 0)
+        exe_path[len] = 0;
     dl_iterate_phdr(write_module, f);
     for (int i = 0; i < n; i++) {
-        fputc('S', f);
+        if (thread_of[i])
+            fprintf(f, "T %d", thread_of[i]);
+        else
+            fputc('S', f);
         for (int k = 0; k < depth[i]; k++)
             fprintf(f, " %lx", (unsigned long)samples[i][k]);
         fputc('\n', f);
@@ -135,8 +160,9 @@ __attribute__((constructor)) static void sample_start(void)
     ev.sigev_notify = SIGEV_THREAD_ID;
     ev.sigev_signo = SIGPROF;
     ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-    if (timer_create(CLOCK_MONOTONIC, &ev, &timer))
+    if (timer_create(CLOCK_MONOTONIC, &ev, &timers[0]))
         return;
+    atomic_store(&ntimers, 1);
     long us = getenv("SAMPLE_US") ? atol(getenv("SAMPLE_US")) : 200;
     double delay = getenv("SAMPLE_DELAY_S") ? atof(getenv("SAMPLE_DELAY_S")) : 0;
     if (us < 20)
@@ -154,5 +180,51 @@ __attribute__((constructor)) static void sample_start(void)
     its.it_value.tv_nsec = (long)((delay - (double)(time_t)delay) * 1e9);
     if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
         its.it_value.tv_nsec = 1000;
-    timer_settime(timer, 0, &its, NULL);
+    timer_settime(timers[0], 0, &its, NULL);
+}
+
+/* SAMPLE_THREADS=1: each new thread arms a timer of its own, running while the first
+ * thread's runs (a thread born inside the marked span starts at once). */
+typedef struct {
+    void *(*fn)(void *);
+    void *arg;
+} start_t;
+
+static void *thread_start(void *p)
+{
+    start_t st = *(start_t *)p;
+    free(p);
+    int t = atomic_fetch_add(&ntimers, 1);
+    if (t < MAXT) {
+        struct sigevent ev;
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_THREAD_ID;
+        ev.sigev_signo = SIGPROF;
+        ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+        if (!timer_create(CLOCK_MONOTONIC, &ev, &timers[t])) {
+            my_index = t;
+            struct itimerspec its = period;
+            if (running || getenv("SAMPLE_DELAY_S"))
+                timer_settime(timers[t], 0, &its, NULL);
+        }
+    }
+    return st.fn(st.arg);
+}
+
+int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!real)
+        real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
+            dlsym(RTLD_NEXT, "pthread_create");
+    start_t *st;
+    const char *all = getenv("SAMPLE_THREADS");
+    if (!armed || !all || strcmp(all, "1") || !(st = malloc(sizeof *st)))
+        return real(th, attr, fn, arg);
+    st->fn = fn;
+    st->arg = arg;
+    int rc = real(th, attr, thread_start, st);
+    if (rc)
+        free(st);
+    return rc;
 }
