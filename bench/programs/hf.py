@@ -4,7 +4,8 @@ training step with AdamW (foreach). Each prints the per-iteration times and a ch
 every output byte, so that a run under tcfuse is compared with eager bitwise.
 
     hf.py MODEL [--batch B] [--seq S] [--layers L] [--iters N] [--warmup W] [--compile]
-          [--compile-mode MODE] [--census] [--deterministic] [--attn sdpa|eager]
+          [--compile-mode MODE] [--census [--kernels FILE]] [--deterministic]
+          [--attn sdpa|eager]
 
 MODEL: gpt2 (default 1 x 32), llama (bf16, hidden 2048, 8 layers, intermediate 5632,
 16 heads; default 4 x 2048, GPU-bound), bert (8 x 128), llama-train (hidden 1024, 8 layers,
@@ -19,6 +20,7 @@ host's part, or more where the driver's queue was full and a launch blocked),
 """
 import argparse
 import hashlib
+import json
 import os
 import statistics
 import sys
@@ -74,6 +76,9 @@ def main():
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--compile-mode", help="torch.compile's mode (e.g. reduce-overhead); implies --compile")
     ap.add_argument("--census", action="store_true")
+    ap.add_argument("--kernels", metavar="FILE",
+                    help="with --census, also write every GPU kernel of the profiled iteration, "
+                         "in order, as JSON lines {name, us} (to compare two runs kernel by kernel)")
     ap.add_argument("--attn", choices=["sdpa", "eager"],
                     help="llama-train's attention (eager: plain matmuls and softmax, whose "
                          "backward is deterministic; SDPA's flash backward is not)")
@@ -156,10 +161,13 @@ def main():
             torch.cuda.synchronize()
         rows = {}
         total = 0.0
+        kf = open(a.kernels, "w") if a.kernels else None
         for ev in prof.events():
             if ev.device_type.name != "CUDA" or not ev.name:
                 continue
             us = ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
+            if kf:
+                kf.write(json.dumps({"name": ev.name, "us": us}) + "\n")
             fam = families.family(ev.name)
             n, t, names = rows.get(fam, (0, 0.0, {}))
             names[ev.name] = names.get(ev.name, 0.0) + us
@@ -173,6 +181,8 @@ def main():
                 for nm, us in sorted(names.items(), key=lambda x: -x[1])[:6]:
                     print("census   %9.1f  %.150s" % (us, nm))
         print("census total %.1f us" % total)
+        if kf:
+            kf.close()
 
 
 if __name__ == "__main__":
