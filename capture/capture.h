@@ -52,16 +52,16 @@ typedef enum {
     TCF_VIA_LAUNCH_EX,     /* cuLaunchKernelEx */
 } tcf_via_t;
 
-/* A kernel launch, already issued with result rc. `ptds` is set when it came through a
- * _ptsz entry point (stream 0 then means the per-thread default stream). Exactly one of
- * params/extra is used, as the driver would. attrs: cuLaunchKernelEx's (kept with the
- * launch: they are part of what a replay must launch), or NULL. w: the launch's window
- * when the caller already found it (tcf_window_for), else NULL. */
 /* A launch issued with result rc that is counted (launches, errors, its kernel's
  * launches) and not recorded: a paused stream's in graph and full mode, for which
  * tcf_replay_launch said so. tcf_capture_launch counts the same way. */
 void tcf_capture_count(CUfunction f, CUresult rc);
 
+/* A kernel launch, already issued with result rc. `ptds` is set when it came through a
+ * _ptsz entry point (stream 0 then means the per-thread default stream). Exactly one of
+ * params/extra is used, as the driver would. attrs: cuLaunchKernelEx's (kept with the
+ * launch: they are part of what a replay must launch), or NULL. w: the launch's window
+ * when the caller already found it (tcf_window_for), else NULL. */
 void tcf_capture_launch(tcf_via_t via, CUfunction f,
                         unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz,
