@@ -92,7 +92,6 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     FILE *f = arg;
-    const char *arg2 = exe_path;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[i];
         if (p->p_type != PT_LOAD)
@@ -100,7 +99,7 @@ static int write_module(struct dl_phdr_info *info, size_t size, void *arg)
         fprintf(f, "M %lx %lx %lx %s\n", (unsigned long)info->dlpi_addr,
                 (unsigned long)(info->dlpi_addr + p->p_vaddr),
                 (unsigned long)(info->dlpi_addr + p->p_vaddr + p->p_memsz),
-                info->dlpi_name && *info->dlpi_name ? info->dlpi_name : (const char *)arg2);
+                info->dlpi_name && *info->dlpi_name ? info->dlpi_name : exe_path);
     }
     return 0;
 }

@@ -86,6 +86,8 @@ def main():
                     help="torch.use_deterministic_algorithms (warn only): a training step's "
                          "backward uses atomics otherwise, and two eager runs differ")
     a = ap.parse_args()
+    if a.kernels and not a.census:
+        ap.error("--kernels needs --census (the kernels are those of the profiled iteration)")
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
