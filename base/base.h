@@ -1,17 +1,26 @@
 /* base: what every layer may use and that uses nothing of tcfuse: the clock, which loaded
- * object holds an address, and the lock of an exit handler. Thread-safe, no state of its
- * own beyond a memoized symbol lookup; never calls the CUDA driver.
+ * object holds an address, the lock of an exit handler, signals deferred. Thread-safe, no
+ * state of its own beyond a memoized symbol lookup; never calls the CUDA driver.
  */
 #ifndef TCF_BASE_H
 #define TCF_BASE_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 
 /* For exit handlers: locks m and returns 1, or gives up after a tenth of a second and
  * returns 0 (m untouched), for when exit was called from a signal handler that interrupted
  * the thread holding m (base/exitlock.c). The caller then does without what m guards. */
 int tcf_lock_at_exit(pthread_mutex_t *m);
+
+/* Asynchronous signals deferred on this thread (base/sigdefer.c): tcf_sig_defer blocks
+ * every signal but the synchronous ones and saves the old mask in *old; tcf_sig_resume
+ * puts it back, and a signal that came meanwhile is delivered then. Around work on the
+ * application's thread that takes malloc's or the driver's locks, so that an exit called
+ * from a signal handler cannot land inside it. Two system calls: not per launch. */
+void tcf_sig_defer(sigset_t *old);
+void tcf_sig_resume(const sigset_t *old);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t tcf_now_ns(void);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "base/fault.h"
 
 static const char *const tcf_fault_names[TCF_FAULT__COUNT] = {
@@ -164,24 +165,61 @@ static void *tcf_alloc_done(void *p)
     return p;
 }
 
+/* Each with asynchronous signals deferred (base/sigdefer.c): they run on the application's
+ * thread, and an exit from a signal handler landing inside malloc would wait for its lock
+ * for ever. They are rare on the hot path (first sight of a kernel, a window's growth). */
 void *tcf_malloc(size_t n)
 {
-    return tcf_alloc_done(tcf_fault(TCF_FAULT_ALLOC) ? NULL : malloc(n ? n : 1));
+    if (tcf_fault(TCF_FAULT_ALLOC))
+        return tcf_alloc_done(NULL);
+    sigset_t old;
+    tcf_sig_defer(&old);
+    void *p = malloc(n ? n : 1);
+    tcf_sig_resume(&old);
+    return tcf_alloc_done(p);
 }
 
 void *tcf_calloc(size_t n, size_t size)
 {
-    return tcf_alloc_done(tcf_fault(TCF_FAULT_ALLOC) ? NULL : calloc(n ? n : 1, size ? size : 1));
+    if (tcf_fault(TCF_FAULT_ALLOC))
+        return tcf_alloc_done(NULL);
+    sigset_t old;
+    tcf_sig_defer(&old);
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    tcf_sig_resume(&old);
+    return tcf_alloc_done(p);
 }
 
 void *tcf_realloc(void *p, size_t n)
 {
-    return tcf_alloc_done(tcf_fault(TCF_FAULT_ALLOC) ? NULL : realloc(p, n ? n : 1));
+    if (tcf_fault(TCF_FAULT_ALLOC))
+        return tcf_alloc_done(NULL);
+    sigset_t old;
+    tcf_sig_defer(&old);
+    void *q = realloc(p, n ? n : 1);
+    tcf_sig_resume(&old);
+    return tcf_alloc_done(q);
 }
 
 char *tcf_strdup(const char *s)
 {
-    return tcf_alloc_done(tcf_fault(TCF_FAULT_ALLOC) ? NULL : strdup(s));
+    if (tcf_fault(TCF_FAULT_ALLOC))
+        return tcf_alloc_done(NULL);
+    sigset_t old;
+    tcf_sig_defer(&old);
+    char *d = strdup(s);
+    tcf_sig_resume(&old);
+    return tcf_alloc_done(d);
+}
+
+void tcf_free(void *p)
+{
+    if (!p)
+        return;
+    sigset_t old;
+    tcf_sig_defer(&old);
+    free(p);
+    tcf_sig_resume(&old);
 }
 
 uint64_t tcf_alloc_failures(void)

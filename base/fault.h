@@ -71,6 +71,8 @@ size_t tcf_fault_summary(char *buf, size_t cap);
 void *tcf_malloc(size_t n);
 void *tcf_calloc(size_t n, size_t size);
 void *tcf_realloc(void *p, size_t n);   /* on failure p is left as it was */
+/* free(p) with asynchronous signals deferred, for memory freed on the application's thread. */
+void tcf_free(void *p);
 char *tcf_strdup(const char *s);
 /* Allocations of the above that returned NULL, injected or not. */
 uint64_t tcf_alloc_failures(void);

@@ -16,9 +16,9 @@
 
 void tcf_key_scratch_free(tcf_key_scratch_t *s)
 {
-    free(s->vals);
-    free(s->nums);
-    free(s->gens);
+    tcf_free(s->vals);
+    tcf_free(s->nums);
+    tcf_free(s->gens);
     memset(s, 0, sizeof *s);
 }
 

@@ -168,7 +168,7 @@ void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160
         key = tcf_key_window(items, w->nev, atomic_load(&tcf_ctr.dev_lo),
                              atomic_load(&tcf_ctr.dev_hi), &w->scratch);
         if (items != stack_items)
-            free(items);
+            tcf_free(items);
     } else if (keyed) {
         atomic_fetch_add(&tcf_ctr.oom, 1);
     }

@@ -73,7 +73,7 @@ void tcf_retired_unload(void)
         old = r->next;
         if (tcf_drv.module_unload)
             tcf_drv.module_unload(r->mod);
-        free(r);
+        tcf_free(r);
     }
     pthread_mutex_lock(&tcf_fk_lock);
 }
@@ -102,7 +102,7 @@ static tcf_fjob_t *tcf_job_of(const tcf_fgroup_t *G, const tcf_window_t *w,
             o->is_red = 1;
             o->red = w->ops[ev_of[G->items[j]]].red;
             if (tcf_fuser_reduce_op(&o->red, &o->op)) {
-                free(job);
+                tcf_free(job);
                 return NULL;
             }
         } else {
@@ -162,7 +162,7 @@ static void tcf_fk_evict(void)
                 continue;
             }
             *l = m->next;
-            free(m);
+            tcf_free(m);
             tcf_ngmemo--;
         }
     tcf_retired_t *r = victim->mod ? tcf_malloc(sizeof *r) : NULL;
@@ -172,8 +172,8 @@ static void tcf_fk_evict(void)
         r->next = tcf_retired;
         tcf_retired = r;
     }
-    free(victim->src);
-    free(victim);
+    tcf_free(victim->src);
+    tcf_free(victim);
     atomic_fetch_add(&tcf_fkc.evicted, 1);
     tcf_fk_changed();
 }
@@ -215,7 +215,7 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     if (tcf_nfk >= (unsigned)tcf_cfg.kernels_max || !(e = tcf_calloc(1, sizeof *e)) ||
         !(e->src = tcf_strdup(src))) {
         if (e)
-            free(e);
+            tcf_free(e);
         atomic_fetch_add(&tcf_fkc.table_full, 1);
         pthread_mutex_unlock(&tcf_fk_lock);
         return NULL;
@@ -240,7 +240,7 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     /* Seen before, by an earlier process: no compile, no verification, usable now. */
     int arch = learn ? 0 : tcf_arch_of(ctx);
     if (arch && tcf_from_disk(e, e->job, arch)) {
-        free(e->job);
+        tcf_free(e->job);
         e->job = NULL;
         CUfunction fn = e->fn;  /* ready, e may be evicted by another thread at once */
         atomic_store_explicit(&e->state, TCF_FK_READY, memory_order_release);

@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 
+#include "base/base.h"
 #include "base/fault.h"
 #include "recognize/recognize.h"
 
@@ -86,12 +87,12 @@ static void tcf_kernel_describe(tcf_kernel_t *k, CUfunction f)
         if (n == cap) {
             uint32_t *no = tcf_malloc(2 * cap * sizeof *no), *ns = tcf_malloc(2 * cap * sizeof *ns);
             if (!no || !ns) {
-                free(no), free(ns);
+                tcf_free(no), tcf_free(ns);
                 break;
             }
             memcpy(no, off, n * sizeof *no), memcpy(ns, size, n * sizeof *ns);
             if (off != offs)
-                free(off), free(size);
+                tcf_free(off), tcf_free(size);
             off = no, size = ns, cap *= 2;
         }
         off[n] = (uint32_t)o;
@@ -119,7 +120,7 @@ static void tcf_kernel_describe(tcf_kernel_t *k, CUfunction f)
         }
     }
     if (off != offs)
-        free(off), free(size);
+        tcf_free(off), tcf_free(size);
 }
 
 tcf_kernel_t *tcf_kernel_get(CUfunction f)
@@ -139,6 +140,10 @@ tcf_kernel_t *tcf_kernel_get(CUfunction f)
         if (cur == 0)
             break;
     }
+    /* First sight: allocations and the driver's queries, signals deferred over them
+     * (base/sigdefer.c). */
+    sigset_t old;
+    tcf_sig_defer(&old);
     pthread_mutex_lock(&tcf_klock);
     i = (uint32_t)((h * 0x9E3779B97F4A7C15ull) >> (64 - TCF_KTAB_BITS));
     tcf_kernel_t *k = NULL;
@@ -164,6 +169,7 @@ tcf_kernel_t *tcf_kernel_get(CUfunction f)
         }
     }
     pthread_mutex_unlock(&tcf_klock);
+    tcf_sig_resume(&old);
     if (!k) {
         atomic_fetch_add(&tcf_koom, 1);
         return &tcf_kunknown;

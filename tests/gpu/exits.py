@@ -10,7 +10,13 @@ window holds it from its first launch) is launched without synchronizing, then:
   _exit      os._exit(7): no exit handlers at all
   kill       SIGKILL to itself
   alarm      the chain again and again until SIGALRM (after US microseconds, argv[2]),
-             whose handler is the C library's exit (exit(14)), lands where it lands
+             whose handler is the C library's exit (exit(14)), lands where it lands. The
+             loop writes into tensors made before it (out=), so that no tensor is made or
+             freed in it: fuse mode runs PyTorch on cudaMallocAsync, where a tensor's free
+             takes cudart's lock and calls the driver's, which call malloc; an exit landing
+             there deadlocks in cudart's or the C library's own exit handlers, with or
+             without tcfuse (docs/RELIABILITY.md). With a third argument `alloc` the loop
+             makes and frees its tensors as `chain` does.
 Prints what it computed; the suite compares status and output with a run without tcfuse.
 
     exits.py MODE [US]
@@ -27,6 +33,16 @@ import torch
 
 def chain(x):
     return torch.tanh(x * 0.5 + 1.0) * 2.0 - x * 0.125
+
+
+def chain_into(x, t, u, out):
+    """chain(x) into out, through t and u: the same ops, the same results, no tensor made."""
+    torch.mul(x, 0.5, out=t)
+    torch.add(t, 1.0, out=u)
+    torch.tanh(u, out=t)
+    torch.mul(t, 2.0, out=u)
+    torch.mul(x, 0.125, out=t)
+    torch.sub(u, t, out=out)
 
 
 def checksum(y):
@@ -50,9 +66,16 @@ def main():
     if mode == "alarm":
         c_exit_on(signal.SIGALRM)
         signal.setitimer(signal.ITIMER_REAL, int(sys.argv[2]) * 1e-6)
+        alloc = len(sys.argv) > 3 and sys.argv[3] == "alloc"
+        t, u, out = (torch.empty_like(x) for _ in range(3))
+        torch.cuda.synchronize()
         i = 0
         while True:
-            x = chain(x)
+            if alloc:
+                x = chain(x)
+            else:
+                chain_into(x, t, u, out)
+                x, out = out, x
             i += 1
             if i % 8 == 0:
                 torch.cuda.synchronize()
