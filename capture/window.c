@@ -255,7 +255,8 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
 
 /* Both acting modes hold a stream-ordered free behind the launches they hold, so that the
  * block is not handed out again before the kernels that read it run. w->lock held. */
-tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, CUstream stream)
+tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, uint64_t size,
+                                  CUstream stream)
 {
     tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
     if (!e)
@@ -268,7 +269,9 @@ tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, CUstream str
     e->stream = (uint64_t)(uintptr_t)stream;
     e->u.m.call = "cuMemFreeAsync";
     e->u.m.ptr = ptr;
+    e->u.m.size = size;
     w->nheld++;
+    w->nfree += size != 0;
     atomic_fetch_add(&tcf_ctr.frees, 1);
     atomic_fetch_add(&tcf_ctr.frees_stream, 1);
     return e;

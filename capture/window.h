@@ -66,6 +66,8 @@ typedef struct tcf_window {
     tcf_wop_t       *ops;              /* decoded op of each decoded launch (cap_ev entries,
                                         * allocated when the mode acts) */
     uint32_t         nheld, exec_from; /* held events; first event not yet issued/planned */
+    uint32_t         nfree;            /* of nheld, frees whose block's size is known (an
+                                        * allocation of that size may take the block) */
     uint32_t         ndec;             /* decoded launches since exec_from, held or not */
     uint64_t         hold_site;        /* where the held work was held from (exec/sites.c);
                                         * 0: none, or no policy */
@@ -114,8 +116,10 @@ tcf_window_t *tcf_window_for(CUstream stream, int ptds);
  * to now, or NULL when out of memory. An idle gap closes the previous window first. */
 tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes);
 /* cuMemFreeAsync(ptr, stream) held in w behind its held work (w->lock held): a held free
- * event appended, w->nheld and the free counters raised. NULL when no memory. */
-tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, CUstream stream);
+ * event appended (u.m.size: the block's size, 0 when unknown), w->nheld (and with a size
+ * w->nfree) and the free counters raised. NULL when no memory. */
+tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, uint64_t size,
+                                  CUstream stream);
 /* Appends launch l to w (locked) with its parameter bytes copied (laid out by its kernel's
  * layout, or the `extra` buffer as is) and its attributes (at most TCF_ATTRS_MAX; more
  * are dropped: a caller that issues the launch later must refuse such launches first).

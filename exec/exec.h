@@ -38,6 +38,22 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
 /* A stream-ordered free: 1 when held (it must run after held work that may use the block),
  * 0 when the caller must free now. */
 int tcf_exec_free(CUdeviceptr ptr, CUstream stream);
+/* A stream-ordered allocation of `size` on `stream` (cuMemAllocAsync, not _ptsz): 1 when
+ * the block of a held free of that size on that stream is handed over (*ptr set; the
+ * caller records the allocation and returns success without the driver), 0 when the
+ * caller must allocate. Eager's pool would have handed that block out at once (freed on
+ * the same stream, in order); held, the free reaches the pool only at the flush and the
+ * pool meanwhile takes its slow path (docs/PERF.md, the training step). The block's new
+ * users run after the held launches that read it (same stream, in order) and no other
+ * stream can have it: safe, and the planner sees the old buffer die and a new one begin.
+ * tcf_exec_alloced records the size of a block the driver allocated (size 0: one that is
+ * never to be handed over, as a _ptsz allocation). tcf_exec_forget: every other allocation
+ * and free at ptr (cuMemAlloc, cuMemFree, another pool, _ptsz) forgets its size, so that a
+ * size is known only for a block whose latest allocation was a recorded cuMemAllocAsync
+ * and which has not been freed since: a block is never handed over for more than it is. */
+int tcf_exec_alloc(size_t size, CUstream stream, CUdeviceptr *ptr);
+void tcf_exec_alloced(CUdeviceptr ptr, size_t size);
+void tcf_exec_forget(CUdeviceptr ptr);
 /* Any other device work on `stream` (memsets, copies, launches exec does not take): issues
  * held work first, so that order is kept. */
 void tcf_exec_order(CUstream stream);

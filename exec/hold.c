@@ -229,6 +229,7 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
 {
     if (!tcf_holding)
         return 0;
+    uint64_t size = tcf_blocks_take(ptr);
     tcf_window_t *w = tcf_window_for(stream, 0);
     if (w && !__atomic_load_n(&w->nheld, __ATOMIC_RELAXED)) {
         /* Nothing held here: the free goes out now and is recorded in the window, whose
@@ -240,7 +241,7 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
     if (w) {
         pthread_mutex_lock(&w->lock);
         if (w->nheld) {
-            if (tcf_window_hold_free(w, ptr, stream)) {
+            if (tcf_window_hold_free(w, ptr, size, stream)) {
                 atomic_fetch_add(&tcf_xctr.held_frees, 1);
                 taken = 1;
             }
@@ -250,6 +251,57 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
     if (!taken)
         tcf_flush_held(NULL, "other-work");
     return taken;
+}
+
+/* The scan for a held free of the asked size looks this many events back at most: a
+ * window's frees of one size come in order, and the most recent is what the pool itself
+ * would have handed out first. */
+#define TCF_HANDOVER_SCAN 512
+
+int tcf_exec_alloc(size_t size, CUstream stream, CUdeviceptr *ptr)
+{
+    if (!tcf_holding || !size)
+        return 0;
+    tcf_window_t *w = tcf_window_for(stream, 0);
+    if (!w || !__atomic_load_n(&w->nfree, __ATOMIC_RELAXED))
+        return 0;
+    CUdeviceptr got = 0;
+    pthread_mutex_lock(&w->lock);
+    uint32_t stop = w->nev - w->exec_from > TCF_HANDOVER_SCAN ? w->nev - TCF_HANDOVER_SCAN
+                                                              : w->exec_from;
+    for (uint32_t i = w->nev; w->nfree && i-- > stop;) {
+        tcf_event_t *e = &w->ev[i];
+        if (e->kind == TCF_EV_FREE && e->held && e->u.m.size == size) {
+            e->held = 0;   /* stays a free for the planner; the flush no longer issues it */
+            w->nheld--;
+            w->nfree--;
+            got = e->u.m.ptr;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (!got)
+        return 0;
+    tcf_blocks_put(got, size);
+    atomic_fetch_add_explicit(&tcf_xctr.frees_handed, 1, memory_order_relaxed);
+    *ptr = got;
+    return 1;
+}
+
+void tcf_exec_alloced(CUdeviceptr ptr, size_t size)
+{
+    if (!tcf_holding)
+        return;
+    if (size)
+        tcf_blocks_put(ptr, size);
+    else
+        tcf_blocks_take(ptr);
+}
+
+void tcf_exec_forget(CUdeviceptr ptr)
+{
+    if (tcf_holding)
+        tcf_blocks_take(ptr);
 }
 
 void tcf_exec_init(void)
@@ -297,6 +349,7 @@ void tcf_exec_stop(void)
                 w->ev[j].held = 0;
             w->nheld = 0;
         }
+        w->nfree = 0;
         w->ndec = 0;  /* nothing is planned from here on */
         w->exec_from = w->nev;
         pthread_mutex_unlock(&w->lock);

@@ -1,6 +1,7 @@
 /* exec's private pieces, shared by its files. Nothing outside exec/ includes it.
  *
  *   hold.c     the launch path: decode, hold or issue and keep, frees, ordering, stop
+ *   blocks.c   sizes of the blocks allocated stream-ordered, for held frees handed over
  *   starts.c   the set of kernels that start a group whose generated kernel is ready
  *   run.c      a window's flush: plan, then issue fused groups and the rest in order
  *   vain.c     chains planned to learn that found nothing, not planned again
@@ -105,6 +106,13 @@ int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params);
 /* Full mode (steps.c): exec plans windows for replay, holds none of its own; its exit
  * stops the worker and leaves the windows to replay. */
 extern atomic_int tcf_beside;
+
+/* --- blocks (blocks.c) ---------------------------------------------------------------- */
+/* The size of each stream-ordered block allocated while fuse mode acts, by address: put at
+ * its allocation, taken (removed, its size returned; 0 when unknown) at its free. */
+void tcf_blocks_put(uint64_t ptr, uint64_t size);
+uint64_t tcf_blocks_take(uint64_t ptr);
+size_t tcf_blocks_count(void);
 
 /* --- planning scratch (run.c) ------------------------------------------------------ */
 /* What planning a window needs, per thread that plans, made on its first plan: a plan is
@@ -235,6 +243,8 @@ int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *w
 typedef struct {
     atomic_ullong held, held_frees, flushes, groups_fused, launches_removed, stores_dropped,
                   bytes_avoided, fused_failed, held_failed, dropped_at_exit;
+    atomic_ullong frees_handed;            /* held frees whose block an allocation of its
+                                            * size on its stream took (tcf_exec_alloc) */
     atomic_ullong groups_nd;               /* of groups_fused, those over an N-d space */
     atomic_ullong groups_rows;             /* of groups_fused, those with a row reduction */
     atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from

@@ -235,6 +235,7 @@ static void tcf_flush_body(tcf_window_t *w)
         w->hold_site = 0;
     }
     w->nheld = 0;
+    w->nfree = 0;
     w->ndec = 0;
     w->exec_from = w->nev;
     if (switched)

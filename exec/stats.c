@@ -70,11 +70,12 @@ void tcf_exec_stats_print(void)
     tcf_out("  decoded       %llu of %llu launches (%.1f%%): %llu held, %llu issued at once%s",
             held + passed, all, all ? 100.0 * (double)(held + passed) / (double)all : 0.0, held,
             passed, tcf_cfg.hold_all ? " (TCFUSE_HOLD_ALL)" : "");
-    tcf_out("  held          %llu windows from a known start; %llu launches, %llu frees; "
-            "%llu flushes; %llu chains planned as issued, %llu not planned again "
-            "(planned before in vain)",
+    tcf_out("  held          %llu windows from a known start; %llu launches, %llu frees (%llu "
+            "handed to an allocation of their size); %llu flushes; %llu chains planned as "
+            "issued, %llu not planned again (planned before in vain)",
             (unsigned long long)atomic_load(&tcf_xctr.holds), held,
             (unsigned long long)atomic_load(&tcf_xctr.held_frees),
+            (unsigned long long)atomic_load(&tcf_xctr.frees_handed),
             (unsigned long long)atomic_load(&tcf_xctr.flushes),
             (unsigned long long)atomic_load(&tcf_xctr.learned),
             (unsigned long long)atomic_load(&tcf_xctr.learn_skipped));

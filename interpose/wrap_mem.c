@@ -30,6 +30,8 @@ CUresult tcf_hook_cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
     TCF_REAL_OR_FAIL(cuMemAlloc_v2);
     CUresult rc = real(dptr, size);
+    if (rc == CUDA_SUCCESS && dptr && tcf_fusing())
+        tcf_exec_forget(*dptr);
     if (tcf_on())
         tcf_capture_alloc("cuMemAlloc", rc == CUDA_SUCCESS && dptr ? *dptr : 0, size,
                           NULL, 0, 0, rc);
@@ -42,6 +44,8 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     TCF_REAL_OR_FAIL(cuMemFree_v2);
     if (tcf_on())
         tcf_capture_boundary("cuMemFree");
+    if (tcf_fusing())
+        tcf_exec_forget(dptr);
     CUresult rc = real(dptr);
     if (tcf_on())
         tcf_capture_free("cuMemFree", dptr, NULL, 0, 0, rc);
@@ -52,7 +56,15 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     CUresult tcf_hook_##abi(CUdeviceptr *dptr, size_t size, CUstream stream)             \
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
-        CUresult rc = real(dptr, size, stream);                                          \
+        /* Fuse mode: a held free of this size on this stream hands its block over. */   \
+        CUresult rc;                                                                     \
+        if (!(ptds) && dptr && tcf_fusing() && tcf_exec_alloc(size, stream, dptr)) {   \
+            rc = CUDA_SUCCESS;                                                           \
+        } else {                                                                         \
+            rc = real(dptr, size, stream);                                               \
+            if (rc == CUDA_SUCCESS && dptr && tcf_fusing())                              \
+                tcf_exec_alloced(*dptr, (ptds) ? 0 : size);                              \
+        }                                                                                \
         if (tcf_on())                                                                    \
             tcf_capture_alloc("cuMemAllocAsync", rc == CUDA_SUCCESS && dptr ? *dptr : 0, \
                               size, stream, 1, ptds, rc);                                \
@@ -64,6 +76,8 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
         CUresult rc = real(dptr, size, pool, stream);                                    \
+        if (rc == CUDA_SUCCESS && dptr && tcf_fusing())                                  \
+            tcf_exec_forget(*dptr);  /* another pool: never handed over */               \
         if (tcf_on())                                                                    \
             tcf_capture_alloc("cuMemAllocFromPoolAsync",                                 \
                               rc == CUDA_SUCCESS && dptr ? *dptr : 0, size, stream, 1,   \
@@ -78,8 +92,10 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
         if (tcf_fusing()) {                                                              \
             if (!(ptds) && tcf_exec_free(dptr, stream))                          \
                 return CUDA_SUCCESS;                                                     \
-            if (ptds)                                                                    \
-                tcf_exec_order(stream);                                          \
+            if (ptds) {                                                                  \
+                tcf_exec_forget(dptr);                                                   \
+                tcf_exec_order(stream);                                                  \
+            }                                                                            \
         } else if (tcf_replaying() && tcf_replay_free(dptr, stream, ptds)) {             \
             return CUDA_SUCCESS;                                                         \
         }                                                                                \

@@ -36,6 +36,13 @@
  *   misalign as swap, the second set 4 bytes past a 16-byte boundary: the same launches
  *            (the same key), but a generated kernel planned on the first set does not
  *            serve the second
+ *   async    each iteration's y, z and w are allocated and freed stream-ordered, as
+ *            PyTorch's cudaMallocAsync backend does: y = alloc; y = x * 0.5; z = alloc;
+ *            z = y + x; free y; w = alloc (y's size); w = tanh(z); free z; w copied back,
+ *            its bytes summed; free w. In fuse mode (warm) the window holding mul and add
+ *            also holds y's free, and w's allocation is handed y's block (exec/hold.c,
+ *            tcf_exec_alloc): the driver sees one allocation fewer per iteration; then
+ *            ends as `return` does
  *   alarm    the chain is launched again and again, a synchronize every third launch,
  *            until SIGALRM (a timer of US microseconds, default 2000) lands wherever it
  *            lands, often inside tcfuse's own code with its locks held, and its handler
@@ -134,6 +141,38 @@ int main(int argc, char **argv)
     printf("add-data=%s\n", hex);
 
     static float host[N];
+    if (!strcmp(how, "async")) {
+        unsigned long long sum = 0;
+        for (int it = 0; it < iters; it++) {
+            for (int i = 0; i < N; i++)
+                host[i] = (float)(i % 97) * 0.25f - 3.0f + (float)it;
+            said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(x, host, sizeof host, NULL));
+            CUdeviceptr ya = 0, za = 0, wa = 0;
+            said("cuMemAllocAsync y", d.memAllocAsync(&ya, N * 4, NULL));
+            CUdeviceptr md[2] = { ya, x };
+            void *mp[] = { &n, (void *)mul_f, md };
+            said("mul", go(kmul, mp));
+            said("cuMemAllocAsync z", d.memAllocAsync(&za, N * 4, NULL));
+            CUdeviceptr ad[3] = { za, ya, x };
+            void *ap[] = { &n, (void *)&alpha, ad };
+            said("add", go(kadd, ap));
+            said("cuMemFreeAsync y", d.memFreeAsync(ya, NULL));
+            said("cuMemAllocAsync w", d.memAllocAsync(&wa, N * 4, NULL));
+            CUdeviceptr td[2] = { wa, za };
+            void *tp[] = { &n, (void *)&tanh_f, td };
+            said("tanh", go(ktanh, tp));
+            said("cuMemFreeAsync z", d.memFreeAsync(za, NULL));
+            said("cuMemcpyDtoHAsync w", d.memcpyDtoHAsync(host, wa, sizeof host, NULL));
+            said("cuStreamSynchronize", d.streamSynchronize(NULL));
+            for (size_t i = 0; i < sizeof host; i++)
+                sum += ((unsigned char *)host)[i];
+            said("cuMemFreeAsync w", d.memFreeAsync(wa, NULL));
+        }
+        said("cuStreamSynchronize", d.streamSynchronize(NULL));
+        printf("async bytes sum=%llu\n", sum);
+        printf("done\n");
+        return 0;
+    }
     for (int it = 0; it < iters; it++) {
         for (int i = 0; i < N; i++)
             host[i] = (float)(i % 97) * 0.25f - 3.0f + (float)it;
