@@ -16,9 +16,10 @@ int tcf_lock_at_exit(pthread_mutex_t *m);
 
 /* Asynchronous signals deferred on this thread (base/sigdefer.c): tcf_sig_defer blocks
  * every signal but the synchronous ones and saves the old mask in *old; tcf_sig_resume
- * puts it back, and a signal that came meanwhile is delivered then. Around work on the
- * application's thread that takes malloc's or the driver's locks, so that an exit called
- * from a signal handler cannot land inside it. Two system calls: not per launch. */
+ * puts it back, and a signal that came meanwhile is delivered then. Around tcfuse's own
+ * malloc and free on the application's thread (and a kernel's first sight), so that an
+ * exit called from a signal handler cannot land inside them. Two system calls: never
+ * per launch, and never around long stretches (sigdefer.c says why). */
 void tcf_sig_defer(sigset_t *old);
 void tcf_sig_resume(const sigset_t *old);
 

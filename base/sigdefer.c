@@ -1,14 +1,16 @@
-/* Signals deferred around work that takes the C library's or the driver's locks (base.h).
- * A program may exit from a signal handler: exit handlers then run on the interrupted
- * thread, and the C library's own (the atexit list's blocks, dlclose) and cudart's take
- * malloc's and cudart's locks. If the signal landed inside malloc, free or a driver call
- * that holds such a lock, exit waits on it for ever. Seen: the stand-in's fusechain in
- * fuse mode hung 1 run in a few hundred, interrupted inside the calloc of a group's first
- * job in a flush; PyTorch on the H100 hung 3 runs of 11, interrupted inside the driver's
- * free under a held cuMemFreeAsync that a flush issued (docs/RELIABILITY.md). A program
- * without tcfuse makes none of these calls there. Deferring asynchronous signals over
- * tcfuse's own allocations and flushes makes the signal land after them; synchronous ones
- * (a fault inside) are never blocked. */
+/* Signals deferred around tcfuse's own calls into malloc and free on the application's
+ * thread (base.h). A program may exit from a signal handler: exit handlers then run on the
+ * interrupted thread, and the C library's own (the atexit list's blocks, dlclose) take
+ * malloc's lock. If the signal landed inside malloc or free, exit waits on it for ever.
+ * Seen: the stand-in's fusechain in fuse mode hung about 1 run in 300, interrupted in the
+ * calloc of a group's first job inside a flush (docs/RELIABILITY.md). A program without
+ * tcfuse makes no such call there. With the signal deferred it lands after the call.
+ *
+ * Only around allocations, which are rare on the hot path, not around whole flushes: a
+ * thread that blocks a signal sent to the process makes the kernel deliver it to another
+ * thread, and a handler that calls exit there runs while the application's thread goes
+ * on (tried: PyTorch then failed inside its torn-down statics, 1 run of 3). Synchronous
+ * signals (a fault inside) are never blocked. */
 #include <signal.h>
 
 #include "base/base.h"

@@ -81,24 +81,11 @@ void tcf_exec_item(const tcf_window_t *w, uint32_t i, tcf_item_t *it)
     }
 }
 
-static void tcf_flush_body(tcf_window_t *w);
-
-/* Signals are deferred over the flush (base/sigdefer.c): it issues held frees and launches,
- * plans and may allocate, all of which take malloc's or the driver's locks, and an exit
- * from a signal handler landing inside would wait on them for ever. */
 void tcf_exec_flush(tcf_window_t *w, const char *reason)
 {
     (void)reason;
     if (!w->nheld && !w->ndec)
         return;
-    sigset_t old;
-    tcf_sig_defer(&old);
-    tcf_flush_body(w);
-    tcf_sig_resume(&old);
-}
-
-static void tcf_flush_body(tcf_window_t *w)
-{
     uint32_t was_held = w->nheld, nfused = 0;   /* groups run fused (or tried) */
     if (was_held)
         atomic_fetch_add(&tcf_xctr.flushes, 1);

@@ -140,8 +140,8 @@ tcf_kernel_t *tcf_kernel_get(CUfunction f)
         if (cur == 0)
             break;
     }
-    /* First sight: allocations and the driver's queries, signals deferred over them
-     * (base/sigdefer.c). */
+    /* First sight, once per kernel: allocations and the driver's queries, signals
+     * deferred over them (base/sigdefer.c). */
     sigset_t old;
     tcf_sig_defer(&old);
     pthread_mutex_lock(&tcf_klock);

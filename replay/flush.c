@@ -202,11 +202,6 @@ void tcf_replay_flush(tcf_window_t *w, const char *reason)
 {
     tcf_rplan_t *p = NULL;
     int graph = 0;
-    /* Held work is issued here: signals wait for it (exec/run.c's flush says why). */
-    sigset_t old;
-    int deferred = w->nheld != 0;
-    if (deferred)
-        tcf_sig_defer(&old);
     if (w->nheld && w->rstate == TCF_R_HOLD) {
         if (tcf_rtry_replay(w, &p)) {
             tcf_rheld_done(w);
@@ -230,8 +225,6 @@ void tcf_replay_flush(tcf_window_t *w, const char *reason)
         atomic_fetch_add_explicit(&tcf_rctr.pauses, 1, memory_order_relaxed);
     }
     tcf_rwindow_next(w, p, graph, tcf_r_is_cut(reason));
-    if (deferred)
-        tcf_sig_resume(&old);
 }
 
 void tcf_rwindow_next(tcf_window_t *w, tcf_rplan_t *p, int graph, int cut)
