@@ -29,6 +29,7 @@ typedef struct {
     CUresult (*device_get_attribute)(int *, CUdevice_attribute, CUdevice);
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
     CUresult (*mem_free)(CUdeviceptr);
+    CUresult (*mem_alloc_async)(CUdeviceptr *, size_t, CUstream);
     CUresult (*memcpy_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*stream_create)(CUstream *, unsigned);

@@ -197,6 +197,25 @@ static int tcf_verify_rows_args(const tcf_fjob_t *job, const tcf_fused_args_t *a
     return 0;
 }
 
+/* Scratch for one check, stream-ordered on the worker's stream where the driver has it.
+ * cuMemAlloc and cuMemFree are implicit synchronizations (no two streams' work runs
+ * concurrently across them): with hundreds of checks in a program's first iterations (an
+ * empty cache), each serialized the application's queued work with the worker's. *async
+ * says which form was used, for tcf_scratch_free. */
+static CUresult tcf_scratch_alloc(CUdeviceptr *p, size_t n, CUstream s, int *async)
+{
+    *async = tcf_drv.mem_alloc_async && tcf_drv.mem_free_async;
+    return *async ? tcf_drv.mem_alloc_async(p, n, s) : tcf_drv.mem_alloc(p, n);
+}
+
+static void tcf_scratch_free(CUdeviceptr p, CUstream s, int async)
+{
+    if (async)
+        tcf_drv.mem_free_async(p, s);
+    else
+        tcf_drv.mem_free(p);
+}
+
 /* One run of the check on problem p, operand i at byte offset off[i] (< 256) into its own
  * scratch region. 0 equal, 1 a stored buffer differs, -1 could not check. */
 static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint32_t na,
@@ -217,8 +236,9 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         return -1;
     }
     CUdeviceptr base = 0;
+    int async = 0;
     uint8_t *host = tcf_malloc(2 * TCF_VERIFY_CHUNK);
-    if (!host || tcf_drv.mem_alloc(&base, total * 2) != CUDA_SUCCESS) {
+    if (!host || tcf_scratch_alloc(&base, total * 2, s, &async) != CUDA_SUCCESS) {
         free(host);
         snprintf(why, cap, "no scratch memory");
         return -1;
@@ -471,7 +491,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
     }
 done:
     tcf_drv.stream_synchronize(s);
-    tcf_drv.mem_free(base);
+    tcf_scratch_free(base, s, async);
     free(host);
     return rc;
 }

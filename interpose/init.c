@@ -93,6 +93,7 @@ static void tcf_init_once(void)
         .device_get_attribute  = tcf_real_dlsym(h, "cuDeviceGetAttribute"),
         .mem_alloc             = tcf_real_dlsym(h, "cuMemAlloc_v2"),
         .mem_free              = tcf_real_dlsym(h, "cuMemFree_v2"),
+        .mem_alloc_async       = tcf_real_dlsym(h, "cuMemAllocAsync"),
         .memcpy_htod_async     = tcf_real_dlsym(h, "cuMemcpyHtoDAsync_v2"),
         .memcpy_dtoh_async     = tcf_real_dlsym(h, "cuMemcpyDtoHAsync_v2"),
         .stream_create         = tcf_real_dlsym(h, "cuStreamCreate"),

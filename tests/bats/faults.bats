@@ -182,11 +182,12 @@ expect() {
     need_nvrtc
     # world_init makes one module, four streams and four buffers before fusechain's four:
     # the calls after those are tcfuse's (its generated kernels, the worker's stream, the
-    # scratch memory of verification, the worker's context).
+    # scratch memory of verification, stream-ordered: fusechain itself allocates none
+    # that way, the worker's context).
     FAKECUDA_FAIL=cuModuleLoadData:2 chain load
     expect load "$(count load fallbacks load_failed)" 1
     FAKECUDA_FAIL=cuStreamCreate:5+ chain stream TCFUSE_CACHE_DIR="$T/cache2"
-    FAKECUDA_FAIL=cuMemAlloc_v2:9+ chain scratch TCFUSE_CACHE_DIR="$T/cache3"
+    FAKECUDA_FAIL=cuMemAllocAsync chain scratch TCFUSE_CACHE_DIR="$T/cache3"
     FAKECUDA_FAIL=cuCtxSetCurrent:2+ chain ctx TCFUSE_CACHE_DIR="$T/cache4"
     expect stream "$(count stream fallbacks verify_unable)" 1
     expect scratch "$(count scratch fallbacks verify_unable)" 1
