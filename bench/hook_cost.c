@@ -10,7 +10,12 @@
  *                                             cuLaunchKernel or cuLaunchKernelEx as
  *                                             recorded), memsets, and a synchronize
  *                                             where each recorded window ended
- *   both print "ns_per_launch <value>" and "cpu_ns_per_launch <value>" (the application
+ *   hook_cost --allocs [pairs]                cuMemAllocAsync of 1 MiB and its
+ *                                             cuMemFreeAsync on the legacy stream, one
+ *                                             pair after another: the allocator hooks'
+ *                                             cost (fuse mode keeps each block's size);
+ *                                             prints "ns_per_pair <value>"
+ *   the others print "ns_per_launch <value>" and "cpu_ns_per_launch <value>" (the application
  *   thread's own CPU time over the same loop, which a shared machine's other work moves
  *   less than the elapsed time: time descheduled is not in it); a trace also
  *   "first_pass_us <value>" (the first pass, after HOOK_COST_DELAY_MS if set)
@@ -209,6 +214,9 @@ int main(int argc, char **argv)
     const char *trace = argc > 2 && !strcmp(argv[1], "--trace") ? argv[2] : NULL;
     if (trace)
         argv += 2, argc -= 2;
+    int allocs = argc > 1 && !strcmp(argv[1], "--allocs");
+    if (allocs)
+        argv += 1, argc -= 1;
     long n = argc > 1 ? atol(argv[1]) : 1000000, every = argc > 2 ? atol(argv[2]) : 16;
     void *h = dlopen("libcuda.so.1", RTLD_NOW);
     gpa_t gpa = h ? (gpa_t)dlsym(h, "cuGetProcAddress_v2") : NULL;
@@ -229,6 +237,21 @@ int main(int argc, char **argv)
     getk_t getk = (getk_t)sym(gpa, "cuLibraryGetKernel");
     sync_t sync = (sync_t)sym(gpa, "cuStreamSynchronize");
     struct timespec a, b, ca, cb;
+    if (allocs) {
+        CUresult (*alloc)(CUdeviceptr *, size_t, CUstream) = sym(gpa, "cuMemAllocAsync");
+        CUresult (*release)(CUdeviceptr, CUstream) = sym(gpa, "cuMemFreeAsync");
+        CUdeviceptr p;
+        for (long i = 0; i < n / 10 + 1; i++)  /* warm: the block table at its size */
+            if (alloc(&p, 1 << 20, NULL) || release(p, NULL))
+                return 1;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (long i = 0; i < n; i++)
+            if (alloc(&p, 1 << 20, NULL) || release(p, NULL))
+                return 1;
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        printf("ns_per_pair %.1f\n", elapsed_ns(&a, &b) / (double)n);
+        return 0;
+    }
     if (trace) {
         launchex_t launchex = (launchex_t)sym(gpa, "cuLaunchKernelEx");
         memset_t memset8 = (memset_t)sym(gpa, "cuMemsetD8Async");
