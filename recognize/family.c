@@ -42,6 +42,11 @@ tcf_family_t tcf_kernel_family(const char *name)
     return TCF_FAM_OTHER;
 }
 
+int tcf_kernel_collective(const char *name)
+{
+    return name && (strstr(name, "ncclDevKernel") || strstr(name, "ncclKernel"));
+}
+
 const char *tcf_family_name(tcf_family_t f)
 {
     static const char *const names[] = {

@@ -49,6 +49,7 @@ typedef struct {
     atomic_int  code_known;   /* code was looked up */
     /* For the summary at exit, by family (relaxed counters). */
     uint8_t       family;     /* tcf_family_t of its name */
+    uint8_t       collective; /* an NCCL kernel (tcf_kernel_collective): never in a graph */
     uint8_t       refusal;    /* exec: why its launches are not decoded (tcf_decode_status_t) */
     atomic_ullong launches;   /* launches recorded by capture (all but those below) */
     atomic_ullong decoded;    /* exec: launches decoded into ops (held or issued and kept),
@@ -99,6 +100,11 @@ typedef enum {
     TCF_FAM_COUNT
 } tcf_family_t;
 
+/* Whether a kernel is one of NCCL's collectives by its mangled name (ncclKernel_*,
+ * ncclDevKernel_*): each launch of one runs work its host side posted just before it for
+ * that launch (and proxy threads progress it), so replaying the launch from a graph, or
+ * holding it, would run stale work or wait for ever. */
+int tcf_kernel_collective(const char *name);
 /* The family of a kernel by its mangled name (NULL or "": other). */
 tcf_family_t tcf_kernel_family(const char *name);
 /* Its printed name; "?" out of range. */

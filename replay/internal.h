@@ -77,6 +77,7 @@ uint64_t tcf_rkey_step(uint64_t h, const tcf_rsig_t *s);
 /* Why a launch cannot be held (and cuts its window); 0: it can. */
 enum {
     TCF_RN_OK = 0, TCF_RN_PTDS, TCF_RN_ATTR, TCF_RN_PARAMS, TCF_RN_KERNEL, TCF_RN_TOO_MANY_ATTRS,
+    TCF_RN_COLLECTIVE,
     TCF_RN__COUNT
 };
 extern const char *const tcf_rn_names[TCF_RN__COUNT];

@@ -18,7 +18,7 @@ const char tcf_r_cut_after[] = "replay-cut:after-unsupported";
 const char *const tcf_rn_names[TCF_RN__COUNT] = {
     [TCF_RN_OK] = "ok", [TCF_RN_PTDS] = "per-thread-stream", [TCF_RN_ATTR] = "attribute",
     [TCF_RN_PARAMS] = "params-unknown", [TCF_RN_KERNEL] = "kernel-unknown",
-    [TCF_RN_TOO_MANY_ATTRS] = "too-many-attributes",
+    [TCF_RN_TOO_MANY_ATTRS] = "too-many-attributes", [TCF_RN_COLLECTIVE] = "collective",
 };
 
 int tcf_r_is_cut(const char *reason)
@@ -104,6 +104,8 @@ int tcf_rsig_of_launch(const tcf_window_t *w, const tcf_launch_t *l, tcf_rsig_t 
     const tcf_kernel_t *k = l->k;
     if (k->kind != TCF_KIND_KERNEL && k->kind != TCF_KIND_FUNCTION)
         return TCF_RN_KERNEL;
+    if (k->collective)
+        return TCF_RN_COLLECTIVE;   /* recognize.h: tcf_kernel_collective */
     if (l->params && l->extra)
         return TCF_RN_PARAMS;   /* the driver refuses it: let it say so */
     uint32_t pb = tcf_launch_param_bytes(l);

@@ -137,6 +137,26 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
         END { exit bad }'
 }
 
+@test "graph and full: an NCCL kernel is never held nor put in a graph; the windows around it are" {
+    local m
+    for m in graph full; do
+        base "coll.eager" "$PROGS/replay" collective 8
+        _run "$LIB" "coll.$m" env TCFUSE_MODE=$m TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 \
+            TCFUSE_COMPILE_WAIT=1 "$PROGS/replay" collective 8
+        [ "$(cat "$T/coll.$m.rc")" = 0 ] || { cat "$T/coll.$m.err"; return 1; }
+        same_text "$m stdout" "$T/coll.eager.out" "$T/coll.$m.out"
+        ran "$T/coll.eager.log" >"$T/coll.eager.ran"
+        ran "$T/coll.$m.log" >"$T/coll.$m.ran"
+        same_text "$m: kernels run" "$T/coll.eager.ran" "$T/coll.$m.ran"
+        expect_line "$T/coll.$m.err" 'not held +collective 8'
+        [ "$(replayed "$T/coll.$m.err")" -gt 0 ] || { echo "$m: nothing replayed"; return 1; }
+        # all 8 of its runs were launches of its own, none a graph's node
+        [ "$(grep -c '^cuLaunchKernel name=_Z39ncclDevKernel_AllReduce.* rc=0$' "$T/coll.$m.log")" = 8 ]
+        ! grep -q '^cuGraphLaunch.node name=_Z39ncclDevKernel' "$T/coll.$m.log"
+        ! grep -q '^cuGraphAddKernelNode.*ncclDevKernel' "$T/coll.$m.log"
+    done
+}
+
 @test "graph: nothing is held while the application captures a stream" {
     replay_vs_eager capture TCFUSE_REPLAY_SYNC=1 -- capture 8
     expect_line "$T/capture.graph.err" "during the application's stream captures 32 \\(8 captures\\)"

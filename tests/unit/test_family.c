@@ -70,9 +70,23 @@ TEST(names_are_distinct)
     CHECK_EQ_STR(tcf_family_name(TCF_FAM_COUNT), "?");
 }
 
+/* NCCL's kernels, old and new naming, mangled as the library exports them; PyTorch's and
+ * others' are not. */
+TEST(collectives)
+{
+    CHECK(tcf_kernel_collective("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"));
+    CHECK(tcf_kernel_collective("_Z29ncclKernel_AllGather_RING_LL_Sum_int8_tP11ncclDevCommmP8ncclWork"));
+    CHECK(tcf_kernel_collective("ncclDevKernel_Generic"));
+    CHECK(!tcf_kernel_collective("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_"));
+    CHECK(!tcf_kernel_collective("nccl_like_but_not"));
+    CHECK(!tcf_kernel_collective(""));
+    CHECK(!tcf_kernel_collective(NULL));
+}
+
 int main(void)
 {
     RUN(real_names);
     RUN(names_are_distinct);
+    RUN(collectives);
     return check_main_end();
 }

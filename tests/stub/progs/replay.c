@@ -17,6 +17,9 @@
  *              or 260 bytes, 5 launches) |sync: memsets and copies are nodes too
  *   attrs      ITERS x (ka with a cluster dimension, 5 launches, ka cooperative, 5
  *              launches) through cuLaunchKernelEx |sync: the cooperative launch cuts
+ *   collective ITERS x (6 launches, a kernel named as NCCL's all-reduce, 6 launches) |sync:
+ *              a collective is never held nor put in a graph (its host side posts each
+ *              launch's work), and the windows around it are replayed
  *   capture    ITERS x (8 launches |sync, then a capture of 4 launches on s1, its graph
  *              instantiated and launched |sync)
  *   events     two threads, ITERS x: thread 0 launches 8 on s0 and records the event,
@@ -200,6 +203,21 @@ int main(int argc, char **argv)
             a[0].value.cooperative = 1;
             check(launch_ex((CUfunction)w.ka, w.s[0], p, a, 1));
             for (int j = 5; j < 10; j++)
+                check(one(it, j, w.s[0], 1));
+            check(d.streamSynchronize(w.s[0]));
+        }
+    } else if (!strcmp(sc, "collective")) {
+        /* NCCL's mangled name, with the stand-in's layout: one 8-byte argument */
+        CUkernel kc = NULL;
+        check(d.libraryGetKernel(&kc, w.lib,
+                                 "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LLP8ncclWork@0:8"));
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 6; j++)
+                check(one(it, j, w.s[0], 1));
+            CUdeviceptr work = w.buf[it % 4];
+            void *p[] = { &work };
+            check(d.launchKernel((CUfunction)kc, 1, 1, 1, 128, 1, 1, 0, w.s[0], p, NULL));
+            for (int j = 6; j < 12; j++)
                 check(one(it, j, w.s[0], 1));
             check(d.streamSynchronize(w.s[0]));
         }
