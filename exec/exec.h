@@ -46,11 +46,11 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream);
  * pool meanwhile takes its slow path (docs/PERF.md, the training step). The block's new
  * users run after the held launches that read it (same stream, in order) and no other
  * stream can have it: safe, and the planner sees the old buffer die and a new one begin.
- * tcf_exec_alloced records the size of a block the driver allocated (size 0: one that is
- * never to be handed over, as a _ptsz allocation). tcf_exec_forget: every other allocation
- * and free at ptr (cuMemAlloc, cuMemFree, another pool, _ptsz) forgets its size, so that a
- * size is known only for a block whose latest allocation was a recorded cuMemAllocAsync
- * and which has not been freed since: a block is never handed over for more than it is. */
+ * tcf_exec_alloced records the size of a block the driver allocated through
+ * cuMemAllocAsync. tcf_exec_forget: every other allocation and free at ptr (cuMemAlloc,
+ * cuMemFree, another pool, _ptsz) forgets its size, so that a size is known only for a
+ * block whose latest allocation was a recorded cuMemAllocAsync and which has not been
+ * freed since: a block is never handed over for more than it is. */
 int tcf_exec_alloc(size_t size, CUstream stream, CUdeviceptr *ptr);
 void tcf_exec_alloced(CUdeviceptr ptr, size_t size);
 void tcf_exec_forget(CUdeviceptr ptr);

@@ -290,12 +290,8 @@ int tcf_exec_alloc(size_t size, CUstream stream, CUdeviceptr *ptr)
 
 void tcf_exec_alloced(CUdeviceptr ptr, size_t size)
 {
-    if (!tcf_holding)
-        return;
-    if (size)
+    if (tcf_holding)
         tcf_blocks_put(ptr, size);
-    else
-        tcf_blocks_take(ptr);
 }
 
 void tcf_exec_forget(CUdeviceptr ptr)

@@ -62,8 +62,12 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
             rc = CUDA_SUCCESS;                                                           \
         } else {                                                                         \
             rc = real(dptr, size, stream);                                               \
-            if (rc == CUDA_SUCCESS && dptr && tcf_fusing())                              \
-                tcf_exec_alloced(*dptr, (ptds) ? 0 : size);                              \
+            if (rc == CUDA_SUCCESS && dptr && tcf_fusing()) {                            \
+                if (ptds)   /* never handed over: its free is not held */                \
+                    tcf_exec_forget(*dptr);                                              \
+                else                                                                     \
+                    tcf_exec_alloced(*dptr, size);                                       \
+            }                                                                            \
         }                                                                                \
         if (tcf_on())                                                                    \
             tcf_capture_alloc("cuMemAllocAsync", rc == CUDA_SUCCESS && dptr ? *dptr : 0, \
