@@ -163,11 +163,14 @@ def main():
             torch.cuda.synchronize()
         rows = {}
         total = 0.0
+        spans = []   # each kernel's [start, end] on the GPU: busy time against the span
         kf = open(a.kernels, "w") if a.kernels else None
         for ev in prof.events():
             if ev.device_type.name != "CUDA" or not ev.name:
                 continue
             us = ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
+            if getattr(ev, "time_range", None) is not None:
+                spans.append((ev.time_range.start, ev.time_range.end))
             if kf:
                 kf.write(json.dumps({"name": ev.name, "us": us}) + "\n")
             fam = families.family(ev.name)
@@ -183,6 +186,19 @@ def main():
                 for nm, us in sorted(names.items(), key=lambda x: -x[1])[:6]:
                     print("census   %9.1f  %.150s" % (us, nm))
         print("census total %.1f us" % total)
+        if spans:   # GPU idle inside the profiled iteration (the host slower than the GPU)
+            spans.sort()
+            busy, cur_s, cur_e = 0.0, spans[0][0], spans[0][1]
+            for s0, e0 in spans[1:]:
+                if s0 > cur_e:
+                    busy += cur_e - cur_s
+                    cur_s, cur_e = s0, e0
+                else:
+                    cur_e = max(cur_e, e0)
+            busy += cur_e - cur_s
+            span = max(e for _, e in spans) - spans[0][0]
+            print("census span %.1f us, GPU busy %.1f us (%.0f%%)" % (span, busy,
+                                                                     100 * busy / max(span, 1e-9)))
         if kf:
             kf.close()
 
