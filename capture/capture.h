@@ -15,6 +15,7 @@
 #ifndef TCF_CAPTURE_H
 #define TCF_CAPTURE_H
 
+#include <stdatomic.h>
 #include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,7 +41,14 @@ typedef struct {
     int no_idle;
     /* The launch cap of a window; 0: TCFUSE_WINDOW_MAX. */
     uint32_t window_max;
+    /* Every boundary call, after the windows closed: the mode's own care (fuse mode gives
+     * kept blocks back before cuMemPoolTrimTo, cuStreamDestroy, ...). May be NULL. */
+    void (*boundary)(const char *call);
 } tcf_capture_up_t;
+
+/* Stream captures of the application under way (cuStreamBeginCapture to its end), in
+ * every mode: nothing may take its allocations or frees meanwhile. */
+extern atomic_int tcf_app_captures;
 
 /* Called once, by the first hooked call, after tcf_config_load and tcf_driver_set. up may
  * be NULL; it is copied. */
@@ -75,6 +83,9 @@ void tcf_capture_alloc(const char *call, CUdeviceptr ptr, size_t size,
                        CUstream stream, int has_stream, int ptds, CUresult rc);
 void tcf_capture_free(const char *call, CUdeviceptr ptr,
                       CUstream stream, int has_stream, int ptds, CUresult rc);
+/* The driver's time in one stream-ordered allocation or free (TCFUSE_STATS only). */
+void tcf_time_alloc(uint64_t ns);
+void tcf_time_free(uint64_t ns);
 /* Stream-ordered device work that is not a kernel: device memsets and device-to-device
  * copies. elem is the element size of a memset (1, 2, 4), 0 for a copy. */
 void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsigned elem,

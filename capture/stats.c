@@ -178,6 +178,13 @@ void tcf_stats_print(void)
     tcf_out("  allocator     %llu allocs, %llu frees (%llu stream-ordered); frees visible: %s",
             (unsigned long long)atomic_load(&tcf_ctr.allocs),
             (unsigned long long)atomic_load(&tcf_ctr.frees), fs, fs ? "yes" : "no");
+    unsigned long long at = atomic_load(&tcf_ctr.alloc_timed), ft = atomic_load(&tcf_ctr.free_timed);
+    if (at || ft)
+        tcf_out("  driver time   stream-ordered: %llu allocations %.1f ms (%llu over %u us), "
+                "%llu frees %.1f ms",
+                at, (double)atomic_load(&tcf_ctr.alloc_ns) / 1e6,
+                (unsigned long long)atomic_load(&tcf_ctr.alloc_slow), TCF_ALLOC_SLOW_NS / 1000u,
+                ft, (double)atomic_load(&tcf_ctr.free_ns) / 1e6);
     unsigned long long fam[TCF_FAM_COUNT] = { 0 };
     for (uint32_t i = 0, n = tcf_kernel_count(); i < n; i++) {
         tcf_kernel_t *k = tcf_kernel_at(i);

@@ -205,12 +205,16 @@ static void tcf_close_all(const char *reason)
     }
 }
 
+atomic_int tcf_app_captures;
+
 void tcf_capture_boundary(const char *call)
 {
     if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     atomic_fetch_add_explicit(&tcf_ctr.boundary_calls, 1, memory_order_relaxed);
     tcf_close_all(call);
+    if (tcf_up.boundary)
+        tcf_up.boundary(call);
 }
 
 /* --- appending ---------------------------------------------------------------------- */
@@ -453,6 +457,20 @@ void tcf_capture_alloc(const char *call, CUdeviceptr ptr, size_t size, CUstream 
     tcf_event_t e = { .kind = TCF_EV_ALLOC, .rc = rc };
     e.u.m.call = call, e.u.m.ptr = ptr, e.u.m.size = size;
     tcf_capture_other(&e, stream, has_stream, ptds);
+}
+
+void tcf_time_alloc(uint64_t ns)
+{
+    atomic_fetch_add_explicit(&tcf_ctr.alloc_timed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_ctr.alloc_ns, ns, memory_order_relaxed);
+    if (ns > TCF_ALLOC_SLOW_NS)
+        atomic_fetch_add_explicit(&tcf_ctr.alloc_slow, 1, memory_order_relaxed);
+}
+
+void tcf_time_free(uint64_t ns)
+{
+    atomic_fetch_add_explicit(&tcf_ctr.free_timed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_ctr.free_ns, ns, memory_order_relaxed);
 }
 
 void tcf_capture_free(const char *call, CUdeviceptr ptr, CUstream stream, int has_stream,

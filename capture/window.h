@@ -156,7 +156,13 @@ typedef struct {
     atomic_ullong launches, launch_errors, params_unknown, ops, allocs, frees,
                   frees_stream, windows, windows_launches, boundary_calls, oom;
     atomic_ullong dev_lo, dev_hi;      /* span of device memory seen allocated */
+    /* The driver's own time in stream-ordered allocations and frees, timed only with
+     * TCFUSE_STATS (where a host-bound program's time goes: the pool's slow path). */
+    atomic_ullong alloc_timed, alloc_ns, alloc_slow, free_timed, free_ns;
 } tcf_counters_t;
 extern tcf_counters_t tcf_ctr;
+/* An allocation the pool serves from its free blocks costs the driver about a
+ * microsecond; one that maps memory goes to the kernel (ioctl) and costs tens. */
+#define TCF_ALLOC_SLOW_NS 20000u
 
 #endif

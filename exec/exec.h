@@ -35,13 +35,22 @@ void tcf_exec_init(void);
 int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                     unsigned by, unsigned bz, unsigned smem, CUstream stream, void **params,
                     void **extra, CUresult *result);
-/* A stream-ordered free: 1 when held (it must run after held work that may use the block),
- * 0 when the caller must free now. */
+/* A stream-ordered free: TCF_FREE_HELD when held (it must run after held work that may
+ * use the block), TCF_FREE_KEPT when its block is kept for the next allocation of its size
+ * on its stream (exec/reuse.c; the caller records the free and returns success without
+ * the driver), TCF_FREE_NOW when the caller must free now. */
+enum { TCF_FREE_NOW = 0, TCF_FREE_HELD = 1, TCF_FREE_KEPT = 2 };
 int tcf_exec_free(CUdeviceptr ptr, CUstream stream);
+/* Blocks kept for reuse go back to the driver (an allocation failed for memory: the
+ * caller retries when this returns nonzero). Returns how many went. */
+unsigned tcf_exec_reuse_release(const char *why);
+/* A boundary call (capture's table): kept blocks go back before the calls that give
+ * memory back or end a stream or context. */
+void tcf_exec_boundary(const char *call);
 /* A stream-ordered allocation of `size` on `stream` (cuMemAllocAsync, not _ptsz): 1 when
- * the block of a held free of that size on that stream is handed over (*ptr set; the
- * caller records the allocation and returns success without the driver), 0 when the
- * caller must allocate. Eager's pool would have handed that block out at once (freed on
+ * the block of a held free of that size on that stream is handed over, or a block kept
+ * for reuse (*ptr set; the caller records the allocation and returns success without the
+ * driver), 0 when the caller must allocate. Eager's pool would have handed that block out at once (freed on
  * the same stream, in order); held, the free reaches the pool only at the flush and the
  * pool meanwhile takes its slow path (docs/PERF.md, the training step). The block's new
  * users run after the held launches that read it (same stream, in order) and no other

@@ -232,10 +232,12 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
     uint64_t size = tcf_blocks_take(ptr);
     tcf_window_t *w = tcf_window_for(stream, 0);
     if (w && !__atomic_load_n(&w->nheld, __ATOMIC_RELAXED)) {
-        /* Nothing held here: the free goes out now and is recorded in the window, whose
-         * chain goes on (frees sit inside groups). Other streams' held work goes first. */
+        /* Nothing held here: the free goes out now (or is kept for reuse) and is recorded
+         * in the window, whose chain goes on (frees sit inside groups). Other streams'
+         * held work goes first. */
         tcf_flush_held(w, "other-stream");
-        return 0;
+        return tcf_reuse_put(ptr, size, (uint64_t)(uintptr_t)stream) ? TCF_FREE_KEPT
+                                                                      : TCF_FREE_NOW;
     }
     int taken = 0;
     if (w) {
@@ -248,9 +250,22 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
         }
         pthread_mutex_unlock(&w->lock);
     }
-    if (!taken)
+    if (!taken) {
         tcf_flush_held(NULL, "other-work");
-    return taken;
+        return tcf_reuse_put(ptr, size, (uint64_t)(uintptr_t)stream) ? TCF_FREE_KEPT
+                                                                      : TCF_FREE_NOW;
+    }
+    return TCF_FREE_HELD;
+}
+
+unsigned tcf_exec_reuse_release(const char *why)
+{
+    return tcf_reuse_release(why);
+}
+
+void tcf_exec_boundary(const char *call)
+{
+    tcf_reuse_boundary(call);
 }
 
 /* The scan for a held free of the asked size looks this many events back at most: a
@@ -263,27 +278,28 @@ int tcf_exec_alloc(size_t size, CUstream stream, CUdeviceptr *ptr)
     if (!tcf_holding || !size)
         return 0;
     tcf_window_t *w = tcf_window_for(stream, 0);
-    if (!w || !__atomic_load_n(&w->nfree, __ATOMIC_RELAXED))
-        return 0;
     CUdeviceptr got = 0;
-    pthread_mutex_lock(&w->lock);
-    uint32_t stop = w->nev - w->exec_from > TCF_HANDOVER_SCAN ? w->nev - TCF_HANDOVER_SCAN
-                                                              : w->exec_from;
-    for (uint32_t i = w->nev; w->nfree && i-- > stop;) {
-        tcf_event_t *e = &w->ev[i];
-        if (e->kind == TCF_EV_FREE && e->held && e->u.m.size == size) {
-            e->held = 0;   /* stays a free for the planner; the flush no longer issues it */
-            w->nheld--;
-            w->nfree--;
-            got = e->u.m.ptr;
-            break;
+    if (w && __atomic_load_n(&w->nfree, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&w->lock);
+        uint32_t stop = w->nev - w->exec_from > TCF_HANDOVER_SCAN
+                        ? w->nev - TCF_HANDOVER_SCAN : w->exec_from;
+        for (uint32_t i = w->nev; w->nfree && i-- > stop;) {
+            tcf_event_t *e = &w->ev[i];
+            if (e->kind == TCF_EV_FREE && e->held && e->u.m.size == size) {
+                e->held = 0;   /* stays a free for the planner; the flush no longer issues it */
+                w->nheld--;
+                w->nfree--;
+                got = e->u.m.ptr;
+                break;
+            }
         }
+        pthread_mutex_unlock(&w->lock);
+        if (got)
+            atomic_fetch_add_explicit(&tcf_xctr.frees_handed, 1, memory_order_relaxed);
     }
-    pthread_mutex_unlock(&w->lock);
-    if (!got)
+    if (!got && !(got = tcf_reuse_get(size, (uint64_t)(uintptr_t)stream)))
         return 0;
     tcf_blocks_put(got, size);
-    atomic_fetch_add_explicit(&tcf_xctr.frees_handed, 1, memory_order_relaxed);
     *ptr = got;
     return 1;
 }
@@ -314,6 +330,7 @@ void tcf_exec_init(void)
  * survive fork), so nothing may be held or waited for, and at exit nothing is stopped. */
 void tcf_exec_forked(void)
 {
+    tcf_reuse_forked();
     atomic_store(&tcf_stopping, 1);
     atomic_store(&tcf_beside, 0);
     tcf_holding = 0;

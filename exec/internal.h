@@ -114,6 +114,14 @@ void tcf_blocks_put(uint64_t ptr, uint64_t size);
 uint64_t tcf_blocks_take(uint64_t ptr);
 size_t tcf_blocks_count(void);
 
+/* --- reuse.c: freed blocks kept for the next allocation of their size on their stream -- */
+int tcf_reuse_put(uint64_t ptr, uint64_t size, uint64_t stream);   /* 1: kept */
+uint64_t tcf_reuse_get(uint64_t size, uint64_t stream);             /* 0: none */
+unsigned tcf_reuse_release(const char *why);   /* every kept block back to the driver */
+void tcf_reuse_boundary(const char *call);     /* at a boundary: release before some */
+void tcf_reuse_forked(void);
+uint64_t tcf_reuse_bytes(void);
+
 /* --- planning scratch (run.c) ------------------------------------------------------ */
 /* What planning a window needs, per thread that plans, made on its first plan: a plan is
  * tens of KiB and flushes are frequent, so nothing is allocated per flush. Shared by fuse
@@ -250,6 +258,12 @@ typedef struct {
     atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from
                                             * a known start; chains of two or more decoded
                                             * launches planned though not held */
+    atomic_ullong reuse_kept, reuse_full,  /* frees kept for reuse; not (cap, no node) */
+                  reuse_served,            /* allocations served from kept blocks */
+                  reuse_released,          /* kept blocks given back to the driver */
+                  reuse_peak;              /* most bytes kept at once */
+    atomic_ullong flush_ns;                /* the host's time in flushes of held windows
+                                            * (TCFUSE_STATS only) */
     atomic_ullong learn_skipped;           /* such chains planned before in vain and not
                                             * again (vain.c) */
     atomic_ullong no_nvrtc;                /* launches not decoded: no NVRTC was found */

@@ -24,8 +24,13 @@ static void tcf_issue_original(const tcf_window_t *w, const tcf_event_t *e)
 
 static void tcf_issue_free(const tcf_event_t *e)
 {
+    if (tcf_reuse_put(e->u.m.ptr, e->u.m.size, e->stream))
+        return;   /* kept for the next allocation of its size on its stream (reuse.c) */
+    uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
     if (tcf_drv.mem_free_async(e->u.m.ptr, (CUstream)(uintptr_t)e->stream) != CUDA_SUCCESS)
         atomic_fetch_add(&tcf_xctr.held_failed, 1);
+    if (t0)
+        tcf_time_free(tcf_now_ns() - t0);
 }
 
 static pthread_key_t tcf_scratch_key;
@@ -87,6 +92,7 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
     if (!w->nheld && !w->ndec)
         return;
     uint32_t was_held = w->nheld, nfused = 0;   /* groups run fused (or tried) */
+    uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
     if (was_held)
         atomic_fetch_add(&tcf_xctr.flushes, 1);
     CUcontext cur = NULL;
@@ -227,5 +233,7 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
     w->exec_from = w->nev;
     if (switched)
         tcf_drv.ctx_set_current(cur);
+    if (t0 && was_held)
+        atomic_fetch_add_explicit(&tcf_xctr.flush_ns, tcf_now_ns() - t0, memory_order_relaxed);
 }
 

@@ -79,6 +79,18 @@ void tcf_exec_stats_print(void)
             (unsigned long long)atomic_load(&tcf_xctr.flushes),
             (unsigned long long)atomic_load(&tcf_xctr.learned),
             (unsigned long long)atomic_load(&tcf_xctr.learn_skipped));
+    tcf_out("  reuse         %llu allocations served from kept blocks; %llu frees kept, %llu "
+            "not (TCFUSE_REUSE full); %llu given back to the driver; at most %.1f MiB kept%s",
+            (unsigned long long)atomic_load(&tcf_xctr.reuse_served),
+            (unsigned long long)atomic_load(&tcf_xctr.reuse_kept),
+            (unsigned long long)atomic_load(&tcf_xctr.reuse_full),
+            (unsigned long long)atomic_load(&tcf_xctr.reuse_released),
+            (double)atomic_load(&tcf_xctr.reuse_peak) / (1 << 20),
+            tcf_cfg.reuse ? "" : " (TCFUSE_REUSE=0: off)");
+    if (tcf_cfg.stats)
+        tcf_out("  flush time    %.1f ms issuing held windows (planning, fused and original "
+                "launches, held frees)",
+                (double)atomic_load(&tcf_xctr.flush_ns) / 1e6);
     tcf_out("  hold policy   %llu held windows fused nothing; %llu holds passed (their place "
             "fused nothing when held), %llu held again to re-check (%llu after passes, %llu "
             "after new kernels)%s",

@@ -133,7 +133,7 @@ static void tcf_init_once(void)
      * is full) differs from run to run, and with it the groups a run meets. */
     static const tcf_capture_up_t fuse_up = {
         .flush = tcf_exec_flush, .stop = tcf_exec_stop, .stats = tcf_exec_stats_print,
-        .no_idle = 1,
+        .no_idle = 1, .boundary = tcf_exec_boundary,
     };
     /* Graph mode learns every window and cuts them only where the program's own calls and
      * the replay cap say, never after an idle gap. */

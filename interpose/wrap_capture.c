@@ -27,11 +27,15 @@ static inline int tcf_replaying(void)
         int counted = tcf_replaying();                                                   \
         if (counted)                                                                     \
             tcf_replay_capture_begin();                                                  \
+        atomic_fetch_add(&tcf_app_captures, 1);                                          \
         if (tcf_on())                                                                    \
             tcf_capture_boundary(name);                                                  \
         CUresult rc = real args;                                                         \
-        if (counted && rc != CUDA_SUCCESS)                                               \
-            tcf_replay_capture_end();                                                    \
+        if (rc != CUDA_SUCCESS) {                                                        \
+            atomic_fetch_sub(&tcf_app_captures, 1);                                      \
+            if (counted)                                                                 \
+                tcf_replay_capture_end();                                                \
+        }                                                                                \
         return rc;                                                                       \
     }                                                                                    \
     TCF_EXPORT(abi)
@@ -46,6 +50,9 @@ static inline int tcf_replaying(void)
             tcf_capture_boundary("cuStreamEndCapture");                                  \
         CUresult rc = real(hStream, phGraph);                                            \
         /* Ended, or invalidated: either way that capture is over. */                    \
+        int n = atomic_load(&tcf_app_captures);                                          \
+        while (n > 0 && !atomic_compare_exchange_weak(&tcf_app_captures, &n, n - 1))     \
+            ;                                                                            \
         if (tcf_replaying())                                                             \
             tcf_replay_capture_end();                                                    \
         return rc;                                                                       \

@@ -1,5 +1,6 @@
 /* Memory and stream-ordered copy/memset wrappers: call the driver, record, return its
  * result unchanged. */
+#include "base/base.h"
 #include "capture/capture.h"
 #include "exec/exec.h"
 #include "interpose/interpose.h"
@@ -26,10 +27,20 @@ static inline int tcf_replaying(void)
     if (!real)                                                                           \
         return CUDA_ERROR_NOT_FOUND
 
+/* Out of memory with freed blocks kept for reuse (exec/reuse.c): they go back to the
+ * driver, and the allocation is tried once more. */
+#define TCF_RETRY_OOM(rc, call)                                                          \
+    do {                                                                                 \
+        if ((rc) == CUDA_ERROR_OUT_OF_MEMORY && tcf_fusing() &&                          \
+            tcf_exec_reuse_release("out of memory"))                                     \
+            rc = call;                                                                   \
+    } while (0)
+
 CUresult tcf_hook_cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
     TCF_REAL_OR_FAIL(cuMemAlloc_v2);
     CUresult rc = real(dptr, size);
+    TCF_RETRY_OOM(rc, real(dptr, size));
     if (rc == CUDA_SUCCESS && dptr && tcf_fusing())
         tcf_exec_forget(*dptr);
     if (tcf_on())
@@ -61,7 +72,11 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
         if (!(ptds) && dptr && tcf_fusing() && tcf_exec_alloc(size, stream, dptr)) {   \
             rc = CUDA_SUCCESS;                                                           \
         } else {                                                                         \
+            uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;                              \
             rc = real(dptr, size, stream);                                               \
+            TCF_RETRY_OOM(rc, real(dptr, size, stream));                                 \
+            if (t0)                                                                      \
+                tcf_time_alloc(tcf_now_ns() - t0);                                       \
             if (rc == CUDA_SUCCESS && dptr && tcf_fusing()) {                            \
                 if (ptds)   /* never handed over: its free is not held */                \
                     tcf_exec_forget(*dptr);                                              \
@@ -80,6 +95,7 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
         CUresult rc = real(dptr, size, pool, stream);                                    \
+        TCF_RETRY_OOM(rc, real(dptr, size, pool, stream));                               \
         if (rc == CUDA_SUCCESS && dptr && tcf_fusing())                                  \
             tcf_exec_forget(*dptr);  /* another pool: never handed over */               \
         if (tcf_on())                                                                    \
@@ -92,18 +108,26 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     CUresult tcf_hook_##abi(CUdeviceptr dptr, CUstream stream)                           \
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
-        /* Fuse mode: a free behind held launches waits for them (they may read it). */  \
+        /* Fuse mode: a free behind held launches waits for them (they may read it); */ \
+        /* another is kept for the next allocation of its size on its stream. */         \
+        int kept = 0;                                                                    \
         if (tcf_fusing()) {                                                              \
-            if (!(ptds) && tcf_exec_free(dptr, stream))                          \
-                return CUDA_SUCCESS;                                                     \
-            if (ptds) {                                                                  \
+            if (!(ptds)) {                                                               \
+                int how = tcf_exec_free(dptr, stream);                                   \
+                if (how == TCF_FREE_HELD)                                                \
+                    return CUDA_SUCCESS;                                                 \
+                kept = how == TCF_FREE_KEPT;                                             \
+            } else {                                                                     \
                 tcf_exec_forget(dptr);                                                   \
                 tcf_exec_order(stream);                                                  \
             }                                                                            \
         } else if (tcf_replaying() && tcf_replay_free(dptr, stream, ptds)) {             \
             return CUDA_SUCCESS;                                                         \
         }                                                                                \
-        CUresult rc = real(dptr, stream);                                                \
+        uint64_t t0 = !kept && tcf_cfg.stats ? tcf_now_ns() : 0;                         \
+        CUresult rc = kept ? CUDA_SUCCESS : real(dptr, stream);                          \
+        if (t0)                                                                          \
+            tcf_time_free(tcf_now_ns() - t0);                                            \
         if (tcf_on())                                                                    \
             tcf_capture_free("cuMemFreeAsync", dptr, stream, 1, ptds, rc);               \
         return rc;                                                                       \

@@ -13,7 +13,8 @@ bats_require_minimum_version 1.5.0
 
 setup() {
     fusechain_setup || return 1
-    export FAKECUDA_MEM=1 TCFUSE_CACHE_DIR="$T/cache" TCFUSE_NVRTC="$NVRTC"
+    # the hand-over tests count the driver's allocations: nothing kept for reuse there
+    export FAKECUDA_MEM=1 TCFUSE_CACHE_DIR="$T/cache" TCFUSE_NVRTC="$NVRTC" TCFUSE_REUSE=0
 }
 
 # the program's stream-ordered allocations that reached the driver (stream 0x0: tcfuse's
@@ -69,4 +70,79 @@ driver_allocs() { grep -c '^cuMemAllocAsync .* stream=0x0 ' "$1" || true; }
         same_text "$m stdout" "$T/plain.out" "$T/$m.out"
         [ "$(driver_allocs "$T/$m.log")" = 9 ]
     done
+}
+
+# driver_frees LOG: the program's stream-ordered frees that reached the driver
+driver_frees() { grep -c '^cuMemFreeAsync .* stream=0x0 rc=0$' "$1" || true; }
+
+@test "frees: kept blocks serve the next allocations of their size on their stream (TCFUSE_REUSE)" {
+    need_nvrtc
+    base plain "$PROGS/fusechain" 4 async
+    [ "$status" = 0 ]
+    [ "$(driver_allocs "$T/plain.log")" = 12 ]
+    TCFUSE_REUSE=2G TCFUSE_MODE=fuse TCFUSE_COMPILE_WAIT=1 TCFUSE_STATS=1 tcf reuse "$PROGS/fusechain" 4 async
+    [ "$status" = 0 ]
+    same_text stdout "$T/plain.out" "$T/reuse.out"
+    expect_line "$T/reuse.err" '^tcfuse: +fused +3 groups'
+    # iteration 1: y and z from the driver, w takes y's block; later ones reach it no more
+    [ "$(driver_allocs "$T/reuse.log")" = 2 ] || { echo "want 2 driver allocations"; return 1; }
+    [ "$(driver_frees "$T/reuse.log")" = 0 ] || { echo "want no driver frees"; return 1; }
+    expect_line "$T/reuse.err" '^tcfuse: +reuse +7 allocations served from kept blocks; 9 frees kept, 0 not'
+    run python3 "$BATS_TEST_DIRNAME/stub_liveness.py" "$T/reuse.log"
+    echo "$output"
+    [ "$status" = 0 ]
+}
+
+@test "frees: observe mode keeps no block, nor TCFUSE_REUSE=0 or TCFUSE_FUSION=0 in fuse mode" {
+    base plain "$PROGS/fusechain" 3 async
+    local m
+    for m in observe fusion0 reuse0; do
+        if [ "$m" = observe ]; then
+            TCFUSE_REUSE=2G TCFUSE_MODE=observe tcf "$m" "$PROGS/fusechain" 3 async
+        elif [ "$m" = fusion0 ]; then
+            TCFUSE_REUSE=2G TCFUSE_MODE=fuse TCFUSE_FUSION=0 tcf "$m" "$PROGS/fusechain" 3 async
+        else
+            TCFUSE_REUSE=0 TCFUSE_MODE=fuse TCFUSE_STATS=1 tcf "$m" "$PROGS/fusechain" 3 async
+            expect_line "$T/$m.err" '^tcfuse: +reuse +0 allocations served .*\(TCFUSE_REUSE=0: off\)'
+        fi
+        [ "$status" = 0 ]
+        same_text "$m stdout" "$T/plain.out" "$T/$m.out"
+        [ "$(driver_allocs "$T/$m.log")" = 9 ]
+        [ "$(driver_frees "$T/$m.log")" = 9 ]
+    done
+}
+
+@test "frees: a block kept past TCFUSE_REUSE goes to the driver" {
+    base plain "$PROGS/fusechain" 3 async
+    # fusechain's blocks are 16 KiB: a 16 KiB cap keeps one at a time
+    TCFUSE_REUSE=16K TCFUSE_MODE=fuse TCFUSE_STATS=1 tcf cap "$PROGS/fusechain" 3 async
+    [ "$status" = 0 ]
+    same_text stdout "$T/plain.out" "$T/cap.out"
+    expect_line "$T/cap.err" '^tcfuse: +reuse +[1-9][0-9]* allocations served .* [1-9][0-9]* not \(TCFUSE_REUSE full\)'
+    run python3 "$BATS_TEST_DIRNAME/stub_liveness.py" "$T/cap.log"
+    echo "$output"
+    [ "$status" = 0 ]
+}
+
+@test "frees: kept blocks go back when an allocation runs out of memory, and before cuMemPoolTrimTo" {
+    base plain "$PROGS/alloc" keep
+    [ "$status" = 0 ]
+    # 4 blocks of 64 KiB freed and kept, then 200 KiB asked for under a 300 KiB limit
+    FAKECUDA_ASYNC_LIMIT=300000 TCFUSE_REUSE=2G TCFUSE_MODE=fuse TCFUSE_STATS=1 tcf keep "$PROGS/alloc" keep
+    [ "$status" = 0 ]
+    same_text stdout "$T/plain.out" "$T/keep.out"
+    expect_line "$T/keep.err" '^tcfuse: +reuse .* 6 given back to the driver'
+    # the driver's view: the failed allocation, the 4 kept blocks freed, the retry
+    grep -E '^(cuMemAllocAsync|cuMemFreeAsync|cuMemPoolTrimTo) .*stream=0x[0-9a-f]{6,}|^cuMemPoolTrimTo' "$T/keep.log" |
+        awk '{print $1, $NF, ($2 ~ /^size/ ? $2 : "")}' >"$T/order"
+    cat "$T/order"
+    sed -n 5p "$T/order" | grep -q '^cuMemAllocAsync rc=2 size=204800$'
+    [ "$(sed -n 6,9p "$T/order" | grep -c '^cuMemFreeAsync rc=0')" = 4 ]
+    sed -n 10p "$T/order" | grep -q '^cuMemAllocAsync rc=0 size=204800$'
+    # both blocks kept since are freed before the trim, which comes last
+    [ "$(sed -n 12,13p "$T/order" | grep -c '^cuMemFreeAsync rc=0')" = 2 ]
+    sed -n 14p "$T/order" | grep -q '^cuMemPoolTrimTo rc=0'
+    run python3 "$BATS_TEST_DIRNAME/stub_liveness.py" "$T/keep.log" 0x550100000100
+    echo "$output"
+    [ "$status" = 0 ]
 }

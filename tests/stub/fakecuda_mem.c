@@ -129,17 +129,43 @@ CUresult cuMemFree(CUdeviceptr_v1 p) { return fk_free_call("cuMemFree", p); }
 
 /* ---- stream-ordered allocation ----------------------------------------------------- */
 
+/* FAKECUDA_ASYNC_LIMIT: bytes of stream-ordered allocations live at once; past it an
+ * allocation fails with CUDA_ERROR_OUT_OF_MEMORY (0 or unset: no limit). */
+static size_t fk_async_live;
+
+static size_t fk_async_limit(void)
+{
+    const char *v = getenv("FAKECUDA_ASYNC_LIMIT");
+    return v ? (size_t)strtoull(v, NULL, 10) : 0;
+}
+
+static size_t fk_size_of(CUdeviceptr p)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&fk_mu);
+    for (int i = 0; i < fk_nallocs; i++)
+        if (fk_allocs[i].ptr == p)
+            n = fk_allocs[i].size;
+    pthread_mutex_unlock(&fk_mu);
+    return n;
+}
+
 static CUresult fk_alloc_async(const char *abi, CUdeviceptr *dptr, size_t size,
                                CUmemoryPool pool, int has_pool, CUstream s)
 {
     CUresult rc = fk_need_ctx(fk_injected(abi));
     CUdeviceptr p = 0;
+    size_t limit = fk_async_limit();
     if (!rc && !fk_stream_ok(s))
         rc = CUDA_ERROR_INVALID_HANDLE;
     if (!rc && has_pool && !pool)
         rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc && limit && __atomic_load_n(&fk_async_live, __ATOMIC_RELAXED) + size > limit)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
     if (!rc)
         rc = fk_alloc(&p, size, 0);
+    if (!rc)
+        __atomic_add_fetch(&fk_async_live, size, __ATOMIC_RELAXED);
     if (!rc)
         *dptr = p;
     if (has_pool)
@@ -173,9 +199,21 @@ static CUresult fk_free_async(const char *abi, CUdeviceptr p, CUstream s)
     CUresult rc = fk_need_ctx(fk_injected(abi));
     if (!rc && !fk_stream_ok(s))
         rc = CUDA_ERROR_INVALID_HANDLE;
+    size_t n = rc ? 0 : fk_size_of(p);
     if (!rc)
         rc = fk_free(p);
+    if (!rc)
+        __atomic_sub_fetch(&fk_async_live, n, __ATOMIC_RELAXED);
     fk_log(0, abi, rc, "ptr=0x%llx stream=0x%lx", p, (unsigned long)(uintptr_t)s);
+    return rc;
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
+{
+    CUresult rc = fk_need_ctx(fk_injected("cuMemPoolTrimTo"));
+    if (!rc && !pool)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    fk_log(0, "cuMemPoolTrimTo", rc, "pool=0x%lx keep=%zu", (unsigned long)(uintptr_t)pool, keep);
     return rc;
 }
 CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { return fk_free_async("cuMemFreeAsync", p, s); }

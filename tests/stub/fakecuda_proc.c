@@ -79,6 +79,7 @@ static const fk_proc_t fk_procs[] = {
     FK_P(cuMemFreeAsync,                cuMemFreeAsync_ptsz,           11020, 1),
     FK_P(cuMemAllocFromPoolAsync,       cuMemAllocFromPoolAsync,       11020, 0),
     FK_P(cuMemAllocFromPoolAsync,       cuMemAllocFromPoolAsync_ptsz,  11020, 1),
+    FK_P(cuMemPoolTrimTo,               cuMemPoolTrimTo,               11020, 0),
     FK_P(cuMemsetD8Async,               cuMemsetD8Async,               3020, 0),
     FK_P(cuMemsetD8Async,               cuMemsetD8Async_ptsz,          7000, 1),
     FK_P(cuMemsetD16Async,              cuMemsetD16Async,              3020, 0),

@@ -7,6 +7,7 @@
  *   errors         calls the driver rejects: zero-byte and bad-stream allocations,
  *                  double and foreign frees, memsets outside device memory
  *   reuse          alloc, launch, free, alloc, launch, free on one stream, no sync between
+ *   keep           frees of one size, a larger allocation, a free, cuMemPoolTrimTo
  */
 #include "tests/stub/progs/common.h"
 
@@ -74,6 +75,31 @@ static void scen_reuse(void)
     said("cuStreamSynchronize", d.streamSynchronize(s));
 }
 
+/* Blocks of one size freed, then a larger one asked for under FAKECUDA_ASYNC_LIMIT (fuse
+ * mode keeps the freed ones: they must go back for it), then one freed before the pool is
+ * trimmed (fuse mode gives it back first). Prints no pointer: tcfuse may hand a freed
+ * block out again where the stand-in never does. */
+static void scen_keep(void)
+{
+    CUstream s = w.s[0];
+    CUdeviceptr a[4] = { 0 }, b = 0, c = 0;
+    CUmemoryPool pool = NULL;
+    for (int i = 0; i < 4; i++)
+        said("cuMemAllocAsync 64K", d.memAllocAsync(&a[i], 65536, s));
+    for (int i = 0; i < 4; i++)
+        said("ka", launch_ka(&d, &w, s, i, a[i]));
+    for (int i = 0; i < 4; i++)
+        said("cuMemFreeAsync 64K", d.memFreeAsync(a[i], s));
+    said("cuMemAllocAsync 200K", d.memAllocAsync(&b, 204800, s));
+    said("ka", launch_ka(&d, &w, s, 9, b));
+    said("cuMemFreeAsync 200K", d.memFreeAsync(b, s));
+    said("cuMemAllocAsync 64K", d.memAllocAsync(&c, 65536, s));
+    said("cuMemFreeAsync 64K", d.memFreeAsync(c, s));
+    said("cuDeviceGetDefaultMemPool", d.defaultMemPool(&pool, 0));
+    said("cuMemPoolTrimTo", d.memPoolTrimTo(pool, 0));
+    said("cuStreamSynchronize", d.streamSynchronize(s));
+}
+
 int main(int argc, char **argv)
 {
     const char *method = prog_lookup(&argc, &argv);
@@ -86,8 +112,10 @@ int main(int argc, char **argv)
         scen_errors();
     } else if (strcmp(sc, "reuse") == 0) {
         scen_reuse();
+    } else if (strcmp(sc, "keep") == 0) {
+        scen_keep();
     } else {
-        printf("usage: alloc [-l METHOD] seq|errors|reuse\n");
+        printf("usage: alloc [-l METHOD] seq|errors|reuse|keep\n");
         return 2;
     }
     printf("done\n");

@@ -23,6 +23,7 @@ static const drv_row_t drv_rows[] = {
     ROW(primaryCtxRetain, "cuDevicePrimaryCtxRetain", 13000, "cuDevicePrimaryCtxRetain", NULL),
     ROW(primaryCtxGetState, "cuDevicePrimaryCtxGetState", 13000, "cuDevicePrimaryCtxGetState", NULL),
     ROW(defaultMemPool, "cuDeviceGetDefaultMemPool", 13000, "cuDeviceGetDefaultMemPool", NULL),
+    ROW(memPoolTrimTo, "cuMemPoolTrimTo", 13000, "cuMemPoolTrimTo", NULL),
     ROW(ctxGetCurrent, "cuCtxGetCurrent", 13000, "cuCtxGetCurrent", NULL),
     ROW(ctxSetCurrent, "cuCtxSetCurrent", 13000, "cuCtxSetCurrent", NULL),
     ROW(ctxGetDevice, "cuCtxGetDevice", 12000, "cuCtxGetDevice", NULL),
