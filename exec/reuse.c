@@ -13,6 +13,10 @@
  * meanwhile, since the driver still counts it allocated. The planner sees the free as
  * before (the old buffer dies; what is written there next is a new one).
  *
+ * The default cap, 16 GiB, is what the training step keeps at its peak on the H100 (PyTorch
+ * sets the pool's release threshold to the maximum: the pool would have kept those bytes
+ * reserved too); at 2 GiB the cap filled and the step gained nothing (docs/PERF.md).
+ *
  * Kept blocks go back to the driver when an allocation fails for memory (the caller
  * retries), before the calls that give memory back or tear streams and contexts down
  * (cuMemPoolTrimTo, which torch.cuda.empty_cache calls; cuStreamDestroy; cuCtxDestroy;
