@@ -146,3 +146,17 @@ driver_frees() { grep -c '^cuMemFreeAsync .* stream=0x0 rc=0$' "$1" || true; }
     echo "$output"
     [ "$status" = 0 ]
 }
+
+@test "frees: nothing is kept or handed out while the application captures a stream" {
+    base plain "$PROGS/replay" capfree 3
+    [ "$status" = 0 ]
+    TCFUSE_REUSE=2G TCFUSE_MODE=fuse TCFUSE_STATS=1 tcf cap "$PROGS/replay" capfree 3
+    [ "$status" = 0 ]
+    same_text stdout "$T/plain.out" "$T/cap.out"
+    # outside the captures the block is kept and served again (iterations 2 and 3)
+    expect_line "$T/cap.err" '^tcfuse: +reuse +2 allocations served from kept blocks; 3 frees kept'
+    # inside each capture the allocation and the free are the driver's (graph nodes)
+    awk '/^cuStreamBeginCapture/ {c = 1} /^cuStreamEndCapture/ {c = 0}
+         c && /^cuMem(Alloc|Free)Async / && / rc=0$/ {n++} END {print n + 0}' "$T/cap.log" >"$T/n"
+    [ "$(cat "$T/n")" = 6 ] || { echo "want 6 driver allocations and frees inside the captures, got $(cat "$T/n")"; return 1; }
+}

@@ -236,6 +236,26 @@ int main(int argc, char **argv)
             check(graph_launch(x, w.s[1]));
             check(d.streamSynchronize(w.s[1]));
         }
+    } else if (!strcmp(sc, "capfree")) {
+        /* A block freed before a capture (fuse mode keeps it), then one of its size
+         * allocated and freed inside the capture: those must reach the driver (they are
+         * graph nodes), never be served from or go to kept blocks. */
+        for (int it = 0; it < iters; it++) {
+            CUdeviceptr p = 0, q = 0;
+            check(d.memAllocAsync(&p, 1024, w.s[1]));
+            check(launch_ka(&d, &w, w.s[1], it, p));
+            check(d.memFreeAsync(p, w.s[1]));
+            CUgraph g = NULL;
+            CUgraphExec x = NULL;
+            check(begin_capture(w.s[1], CU_STREAM_CAPTURE_MODE_GLOBAL));
+            check(d.memAllocAsync(&q, 1024, w.s[1]));
+            check(launch_ka(&d, &w, w.s[1], it + 100, q));
+            check(d.memFreeAsync(q, w.s[1]));
+            check(end_capture(w.s[1], &g));
+            check(instantiate(&x, g, 0));
+            check(graph_launch(x, w.s[1]));
+            check(d.streamSynchronize(w.s[1]));
+        }
     } else if (!strcmp(sc, "events")) {
         pthread_t th[2];
         pthread_barrier_t bar;
