@@ -248,6 +248,8 @@ int tcf_from_disk(tcf_fkern_t *e, const tcf_fjob_t *job, int arch);
 int tcf_fuse_verify(const tcf_fjob_t *job, CUfunction fused, CUstream s, char *why, size_t cap);
 
 /* --- counters (stats.c) -------------------------------------------------------------- */
+/* A check that could not run (verify_unable): what it was about and why, for the summary. */
+void tcf_unable_note(const char *what, const char *why);
 typedef struct {
     atomic_ullong held, held_frees, flushes, groups_fused, launches_removed, stores_dropped,
                   bytes_avoided, fused_failed, held_failed, dropped_at_exit;

@@ -63,6 +63,53 @@ static void tcf_exec_families_print(void)
     }
 }
 
+/* Why checks could not run (verify_unable): the first words of each distinct reason, its
+ * numbers folded ('#'), with a count and the kernel or ops it was about; the summary shows
+ * them beside the fallbacks, so that one run names the cause on a real model. */
+#define TCF_UNABLE_KINDS 6
+static struct {
+    char why[96], what[72];
+    unsigned n;
+} tcf_unable[TCF_UNABLE_KINDS];
+static unsigned tcf_nunable;
+static pthread_mutex_t tcf_unable_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void tcf_unable_note(const char *what, const char *why)
+{
+    char key[96];
+    size_t k = 0;
+    for (const char *c = why && *why ? why : "out of memory"; *c && k + 1 < sizeof key; c++) {
+        int digit = (*c >= '0' && *c <= '9') ||
+                    (k && key[k - 1] == '#' && ((*c >= 'a' && *c <= 'f') || *c == 'x'));
+        if (digit && k && key[k - 1] == '#')
+            continue;
+        key[k++] = digit ? '#' : *c;
+    }
+    key[k] = '\0';
+    pthread_mutex_lock(&tcf_unable_lock);
+    unsigned i = 0;
+    while (i < tcf_nunable && strcmp(tcf_unable[i].why, key))
+        i++;
+    if (i == tcf_nunable && tcf_nunable < TCF_UNABLE_KINDS) {
+        snprintf(tcf_unable[i].why, sizeof tcf_unable[i].why, "%s", key);
+        snprintf(tcf_unable[i].what, sizeof tcf_unable[i].what, "%s", what ? what : "");
+        tcf_nunable++;
+    }
+    if (i < tcf_nunable)
+        tcf_unable[i].n++;
+    pthread_mutex_unlock(&tcf_unable_lock);
+}
+
+static void tcf_unable_print(void)
+{
+    int locked = tcf_lock_at_exit(&tcf_unable_lock);
+    for (unsigned i = 0; i < tcf_nunable; i++)
+        tcf_out("  unable        %u x %s (first: %s)", tcf_unable[i].n, tcf_unable[i].why,
+                tcf_unable[i].what);
+    if (locked)
+        pthread_mutex_unlock(&tcf_unable_lock);
+}
+
 void tcf_exec_stats_print(void)
 {
     unsigned long long held = atomic_load(&tcf_xctr.held), passed = atomic_load(&tcf_xctr.passed),
@@ -140,6 +187,7 @@ void tcf_exec_stats_print(void)
         len += (size_t)snprintf(line + len, sizeof line - len, "%scache_write_failed %llu",
                                 len ? ", " : "", (unsigned long long)cw);
     tcf_out("  fallbacks     %s", len ? line : "none");
+    tcf_unable_print();
     tcf_fuse_refusals(line, sizeof line);
     tcf_out("  not held      %s", line[0] ? line : "none");
     tcf_exec_families_print();

@@ -119,6 +119,10 @@ out:
     } else {
         tcf_log(TCF_LOG_INFO, "fuse: kernel %.200s could not be checked: %s", k->name,
                 why[0] ? why : "out of memory");
+        char what[72];
+        snprintf(what, sizeof what, "%s/%s alone", tcf_decode_kind_name(o->op.kind),
+                 tcf_decode_dtype_name(o->op.out_dt));
+        tcf_unable_note(what, why);
     }
     free(cubin);
     free(vsrc);

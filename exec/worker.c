@@ -138,6 +138,7 @@ static void tcf_work(tcf_fkern_t *e)
     if (!s && tcf_drv.stream_create(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
         s = NULL;
         atomic_fetch_add(&tcf_fkc.verify_unable, 1);
+        tcf_unable_note("a group", "no stream to check it on");
         goto out;
     }
     char why[200] = "";
@@ -158,6 +159,8 @@ static void tcf_work(tcf_fkern_t *e)
                                     tcf_decode_dtype_name(job->g.ops[k].out_dt));
         tcf_log(TCF_LOG_INFO, "fuse: a generated kernel was not used (%s; vec %u): %s", ops,
                 job->g.vec, why);
+        if (v < 0)
+            tcf_unable_note(ops, why);
     }
 out:
     if (s)

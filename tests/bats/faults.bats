@@ -97,6 +97,7 @@ expect() {
     expect load "$(count load fallbacks load_failed)" 1
     chain load2 TCFUSE_FAULT=module_load:2 TCFUSE_CACHE_DIR="$T/cache4"
     expect load2 "$(count load2 fallbacks verify_unable)" 1
+    expect_line "$T/load2.err" '^tcfuse: +unable +1 x its generated kernel would not compile or load \(first: [A-Za-z_]+/[a-z0-9]+ alone\)'
     for r in compile compile2 load load2; do
         expect $r "$(groups $r)" 0
     done
@@ -191,6 +192,9 @@ expect() {
     FAKECUDA_FAIL=cuCtxSetCurrent:2+ chain ctx TCFUSE_CACHE_DIR="$T/cache4"
     expect stream "$(count stream fallbacks verify_unable)" 1
     expect scratch "$(count scratch fallbacks verify_unable)" 1
+    # the summary says why a check could not run, and what about
+    expect_line "$T/stream.err" '^tcfuse: +unable +1 x no stream to check it on \(first: '
+    expect_line "$T/scratch.err" '^tcfuse: +unable +1 x .*\(first: .*\)$'
     expect ctx "$(count ctx fallbacks no_context)" 1
     for r in load stream scratch ctx; do
         expect $r "$(groups $r)" 0
