@@ -47,7 +47,10 @@ static tcf_rnode_t *tcf_rn;           /* TCF_REUSE_NODES, made at the first put 
 static uint32_t tcf_rbucket[TCF_REUSE_BUCKETS];
 static uint32_t tcf_rfree;            /* the first unused node */
 static int tcf_rn_failed;
+/* Written under the lock, read without it for the fast paths: relaxed atomics both ways. */
 static uint64_t tcf_rbytes, tcf_rcount;
+#define TCF_RADD(v, d) __atomic_store_n(&(v), __atomic_load_n(&(v), __ATOMIC_RELAXED) + (d), \
+                                        __ATOMIC_RELAXED)
 atomic_int tcf_reuse_off;             /* a child after fork: nothing kept, nothing handed */
 
 static uint32_t tcf_rbucket_of(uint64_t size, uint64_t stream)
@@ -84,17 +87,19 @@ int tcf_reuse_put(uint64_t ptr, uint64_t size, uint64_t stream)
         return 0;
     int kept = 0;
     pthread_mutex_lock(&tcf_reuse_lock);
-    if (tcf_rbytes + size <= (uint64_t)tcf_cfg.reuse && tcf_rn_make() == 0 &&
+    if (__atomic_load_n(&tcf_rbytes, __ATOMIC_RELAXED) + size <= (uint64_t)tcf_cfg.reuse &&
+        tcf_rn_make() == 0 &&
         tcf_rfree != TCF_NONE) {
         uint32_t i = tcf_rfree, b = tcf_rbucket_of(size, stream);
         tcf_rfree = tcf_rn[i].next;
         tcf_rn[i] = (tcf_rnode_t){ .ptr = ptr, .size = size, .stream = stream,
                                    .next = tcf_rbucket[b] };
         tcf_rbucket[b] = i;
-        tcf_rbytes += size;
-        tcf_rcount++;
-        if (tcf_rbytes > atomic_load_explicit(&tcf_xctr.reuse_peak, memory_order_relaxed))
-            atomic_store_explicit(&tcf_xctr.reuse_peak, tcf_rbytes, memory_order_relaxed);
+        TCF_RADD(tcf_rbytes, size);
+        TCF_RADD(tcf_rcount, 1);
+        uint64_t now = __atomic_load_n(&tcf_rbytes, __ATOMIC_RELAXED);
+        if (now > atomic_load_explicit(&tcf_xctr.reuse_peak, memory_order_relaxed))
+            atomic_store_explicit(&tcf_xctr.reuse_peak, now, memory_order_relaxed);
         kept = 1;
     }
     pthread_mutex_unlock(&tcf_reuse_lock);
@@ -118,8 +123,8 @@ uint64_t tcf_reuse_get(uint64_t size, uint64_t stream)
             *link = tcf_rn[i].next;
             tcf_rn[i].next = tcf_rfree;
             tcf_rfree = i;
-            tcf_rbytes -= size;
-            tcf_rcount--;
+            TCF_RADD(tcf_rbytes, -size);
+            TCF_RADD(tcf_rcount, -1);
             break;
         }
     }
@@ -132,7 +137,8 @@ uint64_t tcf_reuse_get(uint64_t size, uint64_t stream)
 /* Takes one kept block out (lock held), or returns 0. */
 static int tcf_reuse_pop(tcf_rnode_t *out)
 {
-    for (uint32_t b = 0; tcf_rn && tcf_rcount && b < TCF_REUSE_BUCKETS; b++) {
+    for (uint32_t b = 0; tcf_rn && __atomic_load_n(&tcf_rcount, __ATOMIC_RELAXED) &&
+                         b < TCF_REUSE_BUCKETS; b++) {
         uint32_t i = tcf_rbucket[b];
         if (i == TCF_NONE)
             continue;
@@ -140,8 +146,8 @@ static int tcf_reuse_pop(tcf_rnode_t *out)
         tcf_rbucket[b] = tcf_rn[i].next;
         tcf_rn[i].next = tcf_rfree;
         tcf_rfree = i;
-        tcf_rbytes -= out->size;
-        tcf_rcount--;
+        TCF_RADD(tcf_rbytes, -out->size);
+        TCF_RADD(tcf_rcount, -1);
         return 1;
     }
     return 0;
