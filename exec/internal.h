@@ -121,6 +121,7 @@ unsigned tcf_reuse_release(const char *why);   /* every kept block back to the d
 void tcf_reuse_boundary(const char *call);     /* at a boundary: release before some */
 void tcf_reuse_forked(void);
 uint64_t tcf_reuse_bytes(void);
+int tcf_reuse_holds(uint64_t v);               /* v inside a kept block */
 
 /* --- planning scratch (run.c) ------------------------------------------------------ */
 /* What planning a window needs, per thread that plans, made on its first plan: a plan is

@@ -196,6 +196,22 @@ void tcf_reuse_forked(void)
     atomic_store(&tcf_reuse_off, 1);
 }
 
+/* Whether v lies inside a kept block (verification, rarely: a scan of every kept block).
+ * For the application such a block is freed, as a block back in the pool is; the driver,
+ * though, still counts it allocated. */
+int tcf_reuse_holds(uint64_t v)
+{
+    if (!__atomic_load_n(&tcf_rcount, __ATOMIC_RELAXED))
+        return 0;
+    int in = 0;
+    pthread_mutex_lock(&tcf_reuse_lock);
+    for (uint32_t b = 0; tcf_rn && !in && b < TCF_REUSE_BUCKETS; b++)
+        for (uint32_t i = tcf_rbucket[b]; i != TCF_NONE && !in; i = tcf_rn[i].next)
+            in = v >= tcf_rn[i].ptr && v - tcf_rn[i].ptr < tcf_rn[i].size;
+    pthread_mutex_unlock(&tcf_reuse_lock);
+    return in;
+}
+
 uint64_t tcf_reuse_bytes(void)
 {
     return __atomic_load_n(&tcf_rbytes, __ATOMIC_RELAXED);

@@ -140,6 +140,11 @@ static int tcf_app_memory(uint64_t v)
     uint64_t lo = atomic_load(&tcf_ctr.dev_lo), hi = atomic_load(&tcf_ctr.dev_hi);
     if (v < lo || v >= hi)
         return 0;
+    /* A block the application freed and fuse mode keeps for reuse (reuse.c) is, for this
+     * question, what a block back in the pool is: no operand's, and unknown to the driver
+     * had it been freed there. Stale pointers to such blocks sit in parameter padding. */
+    if (tcf_reuse_holds(v))
+        return 0;
     if (!tcf_drv.pointer_get_attribute)
         return 1;
     unsigned int type = 0;  /* CUmemorytype; unused beyond the answer's existence */

@@ -29,12 +29,16 @@ TEST(lifo_per_stream_and_size)
     CHECK(tcf_reuse_put(0x7f0000004000, 8192, 1));          /* another size */
     CHECK(!tcf_reuse_put(0x7f0000005000, 0, 1));            /* no size: never kept */
     CHECK_EQ_U64(tcf_reuse_bytes(), 3 * 4096 + 8192);
+    CHECK(tcf_reuse_holds(0x7f0000004000 + 8191));           /* inside a kept block */
+    CHECK(!tcf_reuse_holds(0x7f0000004000 + 8192));
+    CHECK(!tcf_reuse_holds(0x7f0000000fff));
     CHECK_EQ_U64(tcf_reuse_get(4096, 1), 0x7f0000002000);   /* the latest first */
     CHECK_EQ_U64(tcf_reuse_get(4096, 1), 0x7f0000001000);
     CHECK_EQ_U64(tcf_reuse_get(4096, 1), 0);                /* each once */
     CHECK_EQ_U64(tcf_reuse_get(4097, 2), 0);                /* exact sizes only */
     CHECK_EQ_U64(tcf_reuse_get(4096, 2), 0x7f0000003000);
     CHECK_EQ_U64(tcf_reuse_get(8192, 1), 0x7f0000004000);
+    CHECK(!tcf_reuse_holds(0x7f0000004000));                 /* handed out: not kept */
     CHECK_EQ_U64(tcf_reuse_bytes(), 0);
 }
 
