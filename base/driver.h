@@ -27,6 +27,7 @@ typedef struct {
     CUresult (*ctx_set_current)(CUcontext);
     CUresult (*ctx_get_device)(CUdevice *);
     CUresult (*device_get_attribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*device_total_mem)(size_t *, CUdevice);   /* exec/reuse.c's default cap */
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
     CUresult (*mem_free)(CUdeviceptr);
     CUresult (*mem_alloc_async)(CUdeviceptr *, size_t, CUstream);

@@ -75,6 +75,32 @@ static int tcf_rn_make(void)   /* lock held */
     return 0;
 }
 
+/* The cap in effect: TCFUSE_REUSE when set; its default (16 GiB) at most a quarter of the
+ * device's memory, so that a smaller GPU keeps room for what asks the driver how much is
+ * free (workspace heuristics) as well. Settled at the first put after the option's value
+ * changes (the unit tests change it), lock held: a context is current then. */
+static uint64_t tcf_rcap, tcf_rcap_for = UINT64_MAX;
+
+static uint64_t tcf_reuse_cap(void)
+{
+    uint64_t want = (uint64_t)tcf_cfg.reuse;
+    if (want == tcf_rcap_for)
+        return tcf_rcap;
+    uint64_t cap = want;
+    int set = 0;
+    for (size_t i = 0; i < tcf_config_count(); i++)
+        if (!strcmp(tcf_config_info(i)->env, "TCFUSE_REUSE"))
+            set = tcf_config_source(i) == TCF_SRC_ENV;
+    CUdevice dev;
+    size_t total = 0;
+    if (!set && tcf_drv.ctx_get_device && tcf_drv.device_total_mem &&
+        tcf_drv.ctx_get_device(&dev) == CUDA_SUCCESS &&
+        tcf_drv.device_total_mem(&total, dev) == CUDA_SUCCESS && total / 4 < cap)
+        cap = total / 4;
+    tcf_rcap = cap, tcf_rcap_for = want;
+    return cap;
+}
+
 static int tcf_reuse_usable(void)
 {
     return tcf_cfg.reuse && !atomic_load_explicit(&tcf_reuse_off, memory_order_relaxed) &&
@@ -87,7 +113,7 @@ int tcf_reuse_put(uint64_t ptr, uint64_t size, uint64_t stream)
         return 0;
     int kept = 0;
     pthread_mutex_lock(&tcf_reuse_lock);
-    if (__atomic_load_n(&tcf_rbytes, __ATOMIC_RELAXED) + size <= (uint64_t)tcf_cfg.reuse &&
+    if (__atomic_load_n(&tcf_rbytes, __ATOMIC_RELAXED) + size <= tcf_reuse_cap() &&
         tcf_rn_make() == 0 &&
         tcf_rfree != TCF_NONE) {
         uint32_t i = tcf_rfree, b = tcf_rbucket_of(size, stream);

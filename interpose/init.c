@@ -91,6 +91,7 @@ static void tcf_init_once(void)
         .ctx_set_current       = tcf_real_dlsym(h, "cuCtxSetCurrent"),
         .ctx_get_device        = tcf_real_dlsym(h, "cuCtxGetDevice"),
         .device_get_attribute  = tcf_real_dlsym(h, "cuDeviceGetAttribute"),
+        .device_total_mem      = tcf_real_dlsym(h, "cuDeviceTotalMem_v2"),
         .mem_alloc             = tcf_real_dlsym(h, "cuMemAlloc_v2"),
         .mem_free              = tcf_real_dlsym(h, "cuMemFree_v2"),
         .mem_alloc_async       = tcf_real_dlsym(h, "cuMemAllocAsync"),

@@ -160,3 +160,18 @@ driver_frees() { grep -c '^cuMemFreeAsync .* stream=0x0 rc=0$' "$1" || true; }
          c && /^cuMem(Alloc|Free)Async / && / rc=0$/ {n++} END {print n + 0}' "$T/cap.log" >"$T/n"
     [ "$(cat "$T/n")" = 6 ] || { echo "want 6 driver allocations and frees inside the captures, got $(cat "$T/n")"; return 1; }
 }
+
+@test "frees: by default at most a quarter of the device's memory is kept; TCFUSE_REUSE set is taken as is" {
+    need_nvrtc
+    base plain "$PROGS/fusechain" 3 async
+    # a 64 KiB device: a quarter is one of fusechain's 16 KiB blocks at a time
+    unset TCFUSE_REUSE
+    FAKECUDA_TOTAL_MEM=65536 TCFUSE_MODE=fuse TCFUSE_STATS=1 tcf small "$PROGS/fusechain" 3 async
+    [ "$status" = 0 ]
+    same_text stdout "$T/plain.out" "$T/small.out"
+    expect_line "$T/small.err" '^tcfuse: +reuse .* [1-9][0-9]* not \(TCFUSE_REUSE full\)'
+    FAKECUDA_TOTAL_MEM=65536 TCFUSE_REUSE=1G TCFUSE_MODE=fuse TCFUSE_STATS=1 tcf set "$PROGS/fusechain" 3 async
+    [ "$status" = 0 ]
+    same_text stdout "$T/plain.out" "$T/set.out"
+    expect_line "$T/set.err" '^tcfuse: +reuse .* 0 not \(TCFUSE_REUSE full\)'
+}

@@ -279,6 +279,21 @@ CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
     return rc;
 }
 
+/* FAKECUDA_TOTAL_MEM: the device's memory in bytes (default 80 GiB, an H100's). */
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
+{
+    CUresult rc = fk_injected("cuDeviceTotalMem_v2");
+    const char *v = getenv("FAKECUDA_TOTAL_MEM");
+    if (!rc && !bytes)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc && d != 0)
+        rc = CUDA_ERROR_INVALID_DEVICE;
+    if (!rc)
+        *bytes = v ? (size_t)strtoull(v, NULL, 10) : (size_t)80 << 30;
+    fk_log(0, "cuDeviceTotalMem_v2", rc, "dev=%d", d);
+    return rc;
+}
+
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d)
 {
     CUresult rc = fk_injected("cuDevicePrimaryCtxRetain");
