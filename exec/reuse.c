@@ -93,10 +93,13 @@ static uint64_t tcf_reuse_cap(void)
             set = tcf_config_source(i) == TCF_SRC_ENV;
     CUdevice dev;
     size_t total = 0;
-    if (!set && tcf_drv.ctx_get_device && tcf_drv.device_total_mem &&
-        tcf_drv.ctx_get_device(&dev) == CUDA_SUCCESS &&
-        tcf_drv.device_total_mem(&total, dev) == CUDA_SUCCESS && total / 4 < cap)
-        cap = total / 4;
+    if (!set && tcf_drv.ctx_get_device && tcf_drv.device_total_mem) {
+        if (tcf_drv.ctx_get_device(&dev) != CUDA_SUCCESS ||
+            tcf_drv.device_total_mem(&total, dev) != CUDA_SUCCESS)
+            return cap < 1ull << 30 ? cap : 1ull << 30;   /* no context here: ask again */
+        if (total / 4 < cap)
+            cap = total / 4;
+    }
     tcf_rcap = cap, tcf_rcap_for = want;
     return cap;
 }
