@@ -50,9 +50,9 @@ void tcf_exec_boundary(const char *call);
 /* A stream-ordered allocation of `size` on `stream` (cuMemAllocAsync, not _ptsz): 1 when
  * the block of a held free of that size on that stream is handed over, or a block kept
  * for reuse (*ptr set; the caller records the allocation and returns success without the
- * driver), 0 when the caller must allocate. Eager's pool would have handed that block out at once (freed on
- * the same stream, in order); held, the free reaches the pool only at the flush and the
- * pool meanwhile takes its slow path (docs/PERF.md, the training step). The block's new
+ * driver), 0 when the caller must allocate. Eager's pool would have handed that block out
+ * at once (freed on the same stream, in order); held, the free reaches the pool only at
+ * the flush and the pool meanwhile takes its slow path (docs/PERF.md, the training step). The block's new
  * users run after the held launches that read it (same stream, in order) and no other
  * stream can have it: safe, and the planner sees the old buffer die and a new one begin.
  * tcf_exec_alloced records the size of a block the driver allocated through

@@ -194,8 +194,7 @@ unsigned tcf_reuse_release(const char *why)
         pthread_mutex_unlock(&tcf_reuse_lock);
         if (!got)
             break;
-        /* The block's size is forgotten with it: back in the pool, it is no longer ours. */
-        tcf_blocks_take(r.ptr);
+        /* Its size left the block table at its free (tcf_exec_free): nothing to forget. */
         if (tcf_drv.mem_free_async &&
             tcf_drv.mem_free_async((CUdeviceptr)r.ptr, (CUstream)(uintptr_t)r.stream) !=
                 CUDA_SUCCESS)
