@@ -78,12 +78,27 @@ void tcf_unable_note(const char *what, const char *why)
 {
     char key[96];
     size_t k = 0;
-    for (const char *c = why && *why ? why : "out of memory"; *c && k + 1 < sizeof key; c++) {
-        int digit = (*c >= '0' && *c <= '9') ||
-                    (k && key[k - 1] == '#' && ((*c >= 'a' && *c <= 'f') || *c == 'x'));
-        if (digit && k && key[k - 1] == '#')
-            continue;
-        key[k++] = digit ? '#' : *c;
+    /* values become '#' (hex, and decimals of 4 digits or more: sizes, addresses), so
+     * that one cause counts once; small numbers (an original's index, a byte offset in
+     * its parameters) stay, they say where */
+    const char *c = why && *why ? why : "out of memory";
+    while (*c && k + 1 < sizeof key) {
+        size_t run = 0;
+        if (c[0] == '0' && c[1] == 'x')
+            for (run = 2; (c[run] >= '0' && c[run] <= '9') || (c[run] >= 'a' && c[run] <= 'f'); run++)
+                ;
+        else
+            while (c[run] >= '0' && c[run] <= '9')
+                run++;
+        if (run >= 4 || (run > 2 && c[1] == 'x')) {
+            key[k++] = '#';
+            c += run;
+        } else if (run) {
+            for (size_t i = 0; i < run && k + 1 < sizeof key; i++)
+                key[k++] = *c++;
+        } else {
+            key[k++] = *c++;
+        }
     }
     key[k] = '\0';
     pthread_mutex_lock(&tcf_unable_lock);

@@ -364,13 +364,22 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         else
             o.grid[0] = (p->opn[j] + bw - 1) / bw;
         /* Any word left that points into the application's device memory would let an
-         * original touch it: refuse rather than risk it. */
+         * original touch it: refuse rather than risk it. A pointer is 8 bytes of one
+         * parameter (a pointer, or a member of a struct passed by value); a word across
+         * two parameters is none: the loops' word 0 is N beside the functor, whose byte
+         * an empty functor leaves as the caller's stack had it, and the two together can
+         * read as an address in cudaMallocAsync's pools (below 2^40). */
         for (uint32_t at = 0; at + 8 <= o.pbytes; at = at ? at + 8 : from ? from : 8) {
             uint64_t v;
+            int inside = 0;
+            for (uint32_t q = 0; q < o.nparams && !inside; q++)
+                inside = o.off[q] <= at && at + 8 <= o.off[q] + o.size[q];
             memcpy(&v, o.params + at, 8);
-            if ((v < base || v >= base + total * 2) && tcf_app_memory(v)) {
-                snprintf(why, cap, "an original's parameter word %u (0x%llx) is no operand", at,
-                         (unsigned long long)v);
+            if (inside && (v < base || v >= base + total * 2) && tcf_app_memory(v)) {
+                snprintf(why, cap, "a parameter word of original %u (%s, byte %u: 0x%llx) is no "
+                         "operand", j, o.is_red ? tcf_reduce_op_name(o.red.op)
+                                                : tcf_decode_kind_name(o.op.kind),
+                         at, (unsigned long long)v);
                 goto done;
             }
         }
