@@ -71,6 +71,7 @@ void tcf_reduce_shape_of(const tcf_reduce_t *r, tcf_reduce_shape_t *s)
     s->vt0 = r->vt0, s->ivs = r->ivs;
     s->vectorize = r->cfg.vectorize_input, s->split_y = r->split_y;
     s->odims = r->odims;
+    s->l2e = r->l2e;
 }
 
 void tcf_reduce_args_of(const tcf_reduce_t *r, tcf_reduce_args_t *a)
@@ -87,6 +88,12 @@ void tcf_reduce_args_of(const tcf_reduce_t *r, tcf_reduce_args_t *a)
 void tcf_reduce_launch_dims(const tcf_reduce_shape_t *s, uint32_t num_outputs, uint32_t grid[3],
                             uint32_t block[3])
 {
+    if (tcf_red_softmax(s->op)) {   /* dispatch_softmax_forward/backward's */
+        uint32_t per_block = s->bh * (s->l2e <= 7 ? 2u : 1u);
+        grid[0] = num_outputs / per_block + (num_outputs % per_block != 0), grid[1] = grid[2] = 1;
+        block[0] = s->bw, block[1] = s->bh, block[2] = 1;
+        return;
+    }
     uint32_t rows = s->split_y ? 1 : s->bh;   /* step_output */
     grid[0] = num_outputs / rows + (num_outputs % rows != 0), grid[1] = grid[2] = 1;
     block[0] = s->bw, block[1] = s->bh, block[2] = 1;
@@ -269,7 +276,8 @@ int tcf_reduce_source(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp
                       size_t cap)
 {
     tcf_codegen_sb_t b = { buf, cap, 0, 0 };
-    if (!buf || !cap || tcf_reduce_check(s))
+    int softmax = s && tcf_red_softmax(s->op);
+    if (!buf || !cap || (softmax ? tcf_softmax_check(s, sp) : tcf_reduce_check(s)))
         return -1;
     buf[0] = '\0';
     unsigned asz = tcf_dtype_size(s->acc_dt), ident = 0;
@@ -296,6 +304,10 @@ int tcf_reduce_source(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp
              tcf_codegen_ctype(s->in_dt), tcf_codegen_ctype(s->acc_dt), tcf_codegen_ctype(s->out_dt),
              s->bw, s->bh, s->split_y ? (unsigned)s->bw * s->bh : s->bw, s->split_y ? 1u : s->bh,
              s->vt0, s->ivs);
+    if (softmax) {
+        tcf_softmax_body(&b, s, sp);
+        return b.bad || b.len > 0x7fffffff ? -1 : (int)b.len;
+    }
     if (asz == 4)
         tcf_codegen_put(&b, "__forceinline__ tcf_acc tcf_ident() { return __uint_as_float(0x%08xu); }\n", ident);
     else

@@ -20,7 +20,14 @@
  * element's loads see the same bytes. A buffer broadcast along the row that the group
  * writes and also loads is refused by the planner (the epilogue's store would race the
  * row pass's loads). Buffers are addressed by their byte strides along the row and
- * across rows (tcf_rows_args_t), so any view works. */
+ * across rows (tcf_rows_args_t), so any view works.
+ *
+ * A softmax in the reduction's place (reduce.h: tcf_red_softmax) is elementwise in the
+ * group: its result is a full row. Its kernel (gen_softmax.c) takes the producers as its
+ * prologues (one per input: the backward reads grad and the forward's output) and, as its
+ * epilogue for each element, what the row pass does for one element: the producers'
+ * stores, the softmax's value and store, the consumers. The element is the one the
+ * thread loaded, after the row's shuffles: every load of the row precedes every store. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,10 +53,11 @@ static int tcf_rows_isrow(const tcf_group_t *g, unsigned k)
     return k < 32 && (g->rowops >> k & 1);
 }
 
-/* Per row: the reduction itself and the ops rowops marks. */
+/* Per row: the reduction itself (not a softmax: its value is an element's) and the ops
+ * rowops marks. */
 static int tcf_rows_rowval(const tcf_group_t *g, const tcf_rows_io_t *io, unsigned k)
 {
-    return k == io->R || tcf_rows_isrow(g, k);
+    return (k == io->R && !tcf_red_softmax(g->rs.op)) || tcf_rows_isrow(g, k);
 }
 
 /* 0 when g is a row group we generate (codegen.h's contract), with io filled. */
@@ -61,8 +69,11 @@ static int tcf_rows_check(const tcf_group_t *g, tcf_rows_io_t *io)
         return -1;
     io->R = g->red - 1u;
     const tcf_gop_t *ro = &g->ops[io->R];
-    if (ro->kind != TCF_OP_NONE || ro->nin != 1 || ro->nscalar || ro->in_dt[0] != g->rs.in_dt ||
-        ro->out_dt != g->rs.out_dt || (g->rowops & ((2u << io->R) - 1u)))
+    int sm = tcf_red_softmax(g->rs.op);
+    unsigned nin = sm && tcf_red_softmax_bwd(g->rs.op) ? 2 : 1;
+    if (ro->kind != TCF_OP_NONE || ro->nin != nin || ro->nscalar || ro->in_dt[0] != g->rs.in_dt ||
+        (nin == 2 && ro->in_dt[1] != g->rs.in_dt) || ro->out_dt != g->rs.out_dt ||
+        (g->rowops & ((2u << io->R) - 1u)) || (sm && g->rowops))
         return -1;
     if (g->nops < 32 && (g->rowops >> g->nops))
         return -1;
@@ -120,10 +131,10 @@ static int tcf_rows_check(const tcf_group_t *g, tcf_rows_io_t *io)
 enum { TCF_PASS_PRO, TCF_PASS_EPI, TCF_PASS_ROW };
 
 /* The ops of one pass, as statements (indent: spaces). PRO: the producers, then `return`
- * of the reduction's input; EPI: the reduction's value (v) and the per-row ops, storing
- * per-row results; ROW: everything, storing element results. */
+ * of the reduction's input `which`; EPI: the reduction's value (v) and the per-row ops,
+ * storing per-row results; ROW: everything, storing element results. */
 static void tcf_rows_chain(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_rows_io_t *io,
-                           int pass, const char *ind)
+                           int pass, unsigned which, const char *ind)
 {
     int wsofar[TCF_GROUP_MAX_BUFS];
     char arg[3][96], res[2048];
@@ -148,7 +159,7 @@ static void tcf_rows_chain(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_
         }
         if (k == io->R) {
             if (pass == TCF_PASS_PRO) {   /* the reduction's input, as reduce_kernel loaded it */
-                tcf_codegen_put(b, "%sreturn %s;\n", ind, arg[0]);
+                tcf_codegen_put(b, "%sreturn %s;\n", ind, arg[which]);
                 return;
             }
             tcf_codegen_put(b, g->rs.out_dt == TCF_DT_F32 ? "%sconst float t%u = tcf_fbar(v, z);\n"
@@ -203,12 +214,34 @@ int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
     }
     /* z: a zero no compiler can prove (an address is below 2^63), for tcf_fbar */
     const char *z = "  const unsigned z = (unsigned)(a.src >> 63);\n";
+    if (tcf_red_softmax(g->rs.op)) {
+        /* gen_softmax.c's splices: a prologue per input, the row pass of one element */
+        char *pro2 = rowp;   /* no row pass in a softmax: its buffer holds the second prologue */
+        tcf_codegen_sb_t p2 = { pro2, PCAP, 0, 0 };
+        int bwd = tcf_red_softmax_bwd(g->rs.op);
+        tcf_codegen_put(&p, "%s", z);
+        tcf_rows_chain(&p, g, &io, TCF_PASS_PRO, 0, "  ");
+        if (bwd) {
+            tcf_codegen_put(&p2, "%s", z);
+            tcf_rows_chain(&p2, g, &io, TCF_PASS_PRO, 1, "  ");
+        }
+        tcf_codegen_put(&e, "%s", z);
+        tcf_rows_chain(&e, g, &io, TCF_PASS_ROW, 0, "  ");
+        int len = -1;
+        if (!h.bad && !p.bad && !e.bad && !p2.bad) {
+            tcf_reduce_splice_t sp = { .prologue = pro, .epilogue = epi, .helpers = helpers,
+                                       .args_ext = TCF_ROWS_EXT, .prologue2 = bwd ? pro2 : NULL };
+            len = tcf_reduce_source(&g->rs, &sp, buf, cap);
+        }
+        free(mem);
+        return len;
+    }
     tcf_codegen_put(&p, "%s", z);
-    tcf_rows_chain(&p, g, &io, TCF_PASS_PRO, "  ");
+    tcf_rows_chain(&p, g, &io, TCF_PASS_PRO, 0, "  ");
     tcf_codegen_put(&e, "%s  const unsigned j = 0;   /* per-row buffers are broadcast along the row */\n", z);
-    tcf_rows_chain(&e, g, &io, TCF_PASS_EPI, "  ");
+    tcf_rows_chain(&e, g, &io, TCF_PASS_EPI, 0, "  ");
     tcf_codegen_put(&r, "%s  for (unsigned j = g; j < a.num_inputs; j += TCF_G) {\n", z);
-    tcf_rows_chain(&r, g, &io, TCF_PASS_ROW, "    ");
+    tcf_rows_chain(&r, g, &io, TCF_PASS_ROW, 0, "    ");
     tcf_codegen_put(&r, "  }");
     int len = -1;
     if (!h.bad && !p.bad && !e.bad && !r.bad) {

@@ -23,6 +23,10 @@ int tcf_codegen_op_func(char *out, size_t cap, const tcf_gop_t *op, unsigned k);
 int tcf_codegen_op_call(char *res, size_t cap, const tcf_gop_t *op, unsigned k,
                         const char *const *src, const char *sarr);
 int tcf_codegen_moves(tcf_op_kind_t k);
+/* gen_softmax.c: 0 when s and sp make a softmax kernel; its body after gen_reduce.c's
+ * header (the argument struct, the row, the types and block constants) */
+int tcf_softmax_check(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp);
+void tcf_softmax_body(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp);
 /* gen_rows.c: the source of a group with a row reduction (g->red) */
 int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap);
 

@@ -32,13 +32,34 @@
  *   AMIN   MinNanFunctor     (isnan(a) || a < b) ? a : b
  *   NORM2  NormTwoOps        reduce: fmaf(x, x, acc) (nvcc contracted acc + x*x), combine
  *                            a + b, project: sqrt when `root` (vector_norm), else none */
-#define TCF_RED_OPS(X) X(NONE) X(SUM) X(MEAN) X(AMAX) X(AMIN) X(NORM2)
+#define TCF_RED_OPS(X) X(NONE) X(SUM) X(MEAN) X(AMAX) X(AMIN) X(NORM2) \
+    X(SOFTMAX) X(LOGSOFTMAX) X(SOFTMAX_BWD) X(LOGSOFTMAX_BWD)
 typedef enum {
 #define TCF_RED_ENUM_(id) TCF_RED_##id,
     TCF_RED_OPS(TCF_RED_ENUM_)
 #undef TCF_RED_ENUM_
     TCF_RED_NOPS
 } tcf_red_op_t;
+
+/* The row softmaxes (gen_softmax.c): PyTorch 2.11's softmax_warp_forward and
+ * softmax_warp_backward (PersistentSoftmax.cuh), rows of at most 2048 elements, one warp
+ * (or a power-of-two part of one) per row, in registers. Forward: the row's max by a
+ * butterfly of shuffles, exp(x - max) and their sum the same way, then x / sum (log: x -
+ * max - log(sum)). Backward: sum(grad) by a butterfly, then grad - out * sum (log: grad -
+ * exp(out) * sum) contracted to one fma as nvcc did; for the plain softmax PyTorch passes
+ * grad * out as grad (a separate launch before). Unlike the reductions above, the result
+ * is a full row, not one value per row: in a group the op is elementwise over [K, M]
+ * (fuser.h). Decoded as a tcf_reduce_t with src the (first) input, src2 the backward's
+ * output operand, dst the result; cfg.num_inputs the row length, num_outputs the rows,
+ * block (warp size, 128 / warp size); l2e the kernel's log2_elements. */
+static inline int tcf_red_softmax(tcf_red_op_t op)
+{
+    return op >= TCF_RED_SOFTMAX && op <= TCF_RED_LOGSOFTMAX_BWD;
+}
+static inline int tcf_red_softmax_bwd(tcf_red_op_t op)
+{
+    return op == TCF_RED_SOFTMAX_BWD || op == TCF_RED_LOGSOFTMAX_BWD;
+}
 
 /* ReduceConfig (Reduce.cuh), the fields that fix the order; docs/PYTORCH-REDUCE.md §2.2. */
 typedef struct {
@@ -70,6 +91,8 @@ typedef struct {
                                    * elements ((src % (ivs * size)) / size); others may differ */
     tcf_reduce_cfg_t cfg;
     uint64_t     src, dst;        /* input base (row 0), output base */
+    uint64_t     src2;            /* softmax backward: the forward's output (else 0) */
+    uint8_t      l2e;             /* softmax: log2_elements (rows of 2^(l2e-1) + 1 .. 2^l2e) */
     uint8_t      odims;
     uint32_t     osize[TCF_OP_MAX_DIMS];
     uint32_t     ostride[TCF_OP_MAX_DIMS][2];   /* bytes: output, input */
@@ -84,6 +107,7 @@ typedef struct {
     uint8_t      vt0, ivs;        /* 1..8 each, powers of two */
     uint8_t      vectorize, split_y;
     uint8_t      odims;           /* 0..TCF_OP_MAX_DIMS */
+    uint8_t      l2e;             /* softmax: 0..11 (bw = min(2^l2e, 32), bh = 128 / bw) */
 } tcf_reduce_shape_t;
 
 #define TCF_REDUCE_MAX_BUFS 8
@@ -131,8 +155,15 @@ typedef struct {
  *              tcf_rows_args_t). Default: none, tcf_rargs is tcf_reduce_args_t.
  * With a prologue the kernel never dereferences src: it may be the address eager's
  * intermediate had (only its alignment matters), whether or not that memory exists. */
+/* A softmax (tcf_red_softmax) takes prologues and an epilogue only, and needs them
+ * (without, tcf_reduce_source refuses: fusion is what its kernel is for):
+ *   prologue   element j of row r of its input (the backward's grad)
+ *   prologue2  the backward only: element j of row r of the forward's output
+ *   epilogue   void tcf_epi(const tcf_rargs &a, const tcf_row &r, unsigned j, tcf_out v)
+ *              run for every element j of every row, by the thread that loaded it, with
+ *              the element's result (stored: eager's dst; consumers). */
 typedef struct {
-    const char *prologue, *epilogue, *row_pass, *helpers, *args_ext;
+    const char *prologue, *epilogue, *row_pass, *helpers, *args_ext, *prologue2;
 } tcf_reduce_splice_t;
 
 /* The shape a decoded launch's kernel needs, and its argument for that launch. */

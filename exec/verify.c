@@ -102,6 +102,20 @@ static uint64_t tcf_operand_bytes(const tcf_op_t *op, unsigned o, uint32_t opn,
 static int tcf_vproblem(const tcf_fjob_t *job, uint64_t target, tcf_vproblem_t *p, char *why,
                         size_t cap)
 {
+    if (job->g.red && tcf_red_softmax(job->g.rs.op)) {
+        /* A softmax group runs on its first rows: a softmax launch is made for any row
+         * count by its row count and grid (tcf_decode_softmax_resize), and attention's
+         * scores would need gigabytes whole. */
+        memset(&p->sp, 0, sizeof p->sp);
+        p->sp.nd = 2, p->sp.size[0] = job->args.size[0], p->sp.size[1] = job->args.size[1];
+        p->n = tcf_fuser_verify_sizes(&p->sp, target, 1, p->size);
+        for (uint32_t j = 0; j < job->norig; j++)
+            if (tcf_fuser_op_sizes(&job->orig[j].op, &p->sp, p->size, p->opsize[j], &p->opn[j])) {
+                snprintf(why, cap, "an original's dims are not the group's");
+                return -1;
+            }
+        return 0;
+    }
     if (job->g.red) {
         /* A row group is checked whole: its reduction's launch (config, grid, calculators)
          * is PyTorch's for these rows, and re-running it on fewer would need them made
@@ -174,7 +188,8 @@ static uint32_t tcf_words_from(const tcf_op_t *op)
  * tensors are not among the operands. */
 static int tcf_verify_rows_args(const tcf_fjob_t *job, const tcf_fused_args_t *args,
                                 const tcf_vaddr_t *addr, uint32_t na, const uint64_t *rbase,
-                                const uint32_t *off, CUdeviceptr setB, tcf_rows_args_t *ra)
+                                const uint32_t *off, CUdeviceptr setB, uint32_t rows,
+                                tcf_rows_args_t *ra)
 {
     const tcf_orig_t *red = NULL;
     for (uint32_t j = 0; j < job->norig; j++)
@@ -184,6 +199,7 @@ static int tcf_verify_rows_args(const tcf_fjob_t *job, const tcf_fused_args_t *a
         return -1;
     memset(ra, 0, sizeof *ra);
     tcf_reduce_args_of(&red->red, &ra->r);
+    ra->r.num_outputs = rows;   /* a softmax's first rows; any other reduction's all */
     int src = -1, dst = -1;
     for (uint32_t i = 0; i < na; i++) {
         if (addr[i].addr == red->red.src)
@@ -272,6 +288,8 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
                 goto done;
         }
     }
+    /* a row group runs whole, but for a softmax's (tcf_vproblem) */
+    int whole = job->g.red && !tcf_red_softmax(job->g.rs.op);
     for (uint32_t j = 0; j < job->norig; j++) {
         static _Thread_local tcf_orig_t o;   /* 1.4 KiB: off the worker's stack */
         o = job->orig[j];
@@ -290,8 +308,10 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
                 o.params[b] = 0;
         /* A ReduceOp is one parameter with padding inside it (PYTORCH-REDUCE.md §2.1: an
          * empty functor's byte and the padding to ident, the 3 bytes after the config's
-         * vectorize_input, the 2 after final_output), never read: zeroed the same way. */
-        if (o.is_red) {
+         * vectorize_input, the 2 after final_output), never read: zeroed the same way. A
+         * softmax's parameters are plain ones (their padding is zeroed above). */
+        int sm = o.is_red && tcf_red_softmax(o.red.op);
+        if (o.is_red && !sm) {
             const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
             if (rk->span == o.pbytes && rk->ident_off < 16 && rk->cfg_off + 60 <= o.pbytes) {
                 if (rk->ops_size == 1)
@@ -303,7 +323,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         /* The unused entries of its OffsetCalculators (a strided loop's, a ReduceOp's input
          * and output calculators) are stack garbage, old pointers among them: seen on the
          * hand softmax and LayerNorm's row groups as verify_unable. Zeroed too. */
-        if (o.is_red) {
+        if (o.is_red && !sm) {
             const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
             if (rk->span == o.pbytes) {
                 tcf_decode_offset_calc_clear(o.params + rk->icalc_off, o.pbytes - rk->icalc_off, 1);
@@ -344,18 +364,24 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
                 snprintf(why, cap, "cannot size a cat for %u elements", p->opn[j]);
                 goto done;
             }
-        } else if (!job->g.red && tcf_decode_resize(o.params, o.pbytes, &o.op, p->opn[j], p->opsize[j])) {
+        } else if (sm) {
+            if (tcf_decode_softmax_resize(&tcf_kernel_get(o.f)->drk, o.params, o.pbytes,
+                                          p->size[1], o.grid)) {
+                snprintf(why, cap, "cannot size a softmax for %u rows", p->size[1]);
+                goto done;
+            }
+        } else if (!whole && tcf_decode_resize(o.params, o.pbytes, &o.op, p->opn[j], p->opsize[j])) {
             snprintf(why, cap, "cannot size an original for %u elements", p->opn[j]);
             goto done;
         }
         /* PyTorch sized the grid for its N (ceil(N / block work)), and its kernels assume
          * no block lies wholly past N: give the smaller N the grid PyTorch would have. The
          * block work is the power of two that reproduces the recorded grid. */
-        uint32_t bw = job->g.red ? 1 : 0;
+        uint32_t bw = whole || sm ? 1 : 0;
         for (uint32_t q = 32; q <= (1u << 20) && !bw; q <<= 1)
             if ((o.op.n + q - 1) / q == o.grid[0])
                 bw = q;
-        if (job->g.red || cat)
+        if (whole || cat || sm)
             ;   /* whole: the grid it was launched with (a cat's strides over any) */
         else if (!bw || o.grid[1] != 1 || o.grid[2] != 1) {
             snprintf(why, cap, "cannot size an original's grid for %u elements", p->opn[j]);
@@ -422,7 +448,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
     void *kp[1] = { &args };
     uint32_t fgrid[3] = { tcf_codegen_grid(&job->g, p->n), 1, 1 }, fblock[3] = { TCF_FUSED_BLOCK, 1, 1 };
     tcf_rows_args_t ra;
-    if (job->g.red && tcf_verify_rows_args(job, &args, addr, na, rbase, off, setB, &ra)) {
+    if (job->g.red && tcf_verify_rows_args(job, &args, addr, na, rbase, off, setB, p->size[1], &ra)) {
         snprintf(why, cap, "the reduction's tensors are no operands of the group");
         goto done;
     }

@@ -83,17 +83,25 @@ int tcf_fuser_op_ok(const tcf_op_t *op)
 int tcf_fuser_reduce_op(const tcf_reduce_t *r, tcf_op_t *op)
 {
     uint32_t K = r->cfg.num_inputs, M = r->cfg.num_outputs;
+    int sm = tcf_red_softmax(r->op);
     if (r->op <= TCF_RED_NONE || r->op >= TCF_RED_NOPS || r->odims != 1 || K < 2 || M < 2 ||
         r->osize[0] != M || (uint64_t)K * M > UINT32_MAX)
         return -1;
     memset(op, 0, sizeof *op);
-    op->kind = TCF_OP_NONE, op->rule = "reduce", op->loop = TCF_LOOP_STRIDED, op->vec = 1;
-    op->nin = 1, op->n = K * M;
+    op->kind = TCF_OP_NONE, op->rule = sm ? "softmax" : "reduce", op->loop = TCF_LOOP_STRIDED;
+    op->vec = 1, op->nin = 1, op->n = K * M;
     op->out_dt = op->res_dt = r->out_dt, op->in_dt[0] = op->compute_dt = r->in_dt;
     op->out = r->dst, op->in[0] = r->src;
     op->it.ndim = 2, op->it.size[0] = K, op->it.size[1] = M;
     op->it.stride[0][1] = r->ostride[0][0];
     op->it.stride[1][0] = tcf_dtype_size(r->in_dt), op->it.stride[1][1] = r->ostride[0][1];
+    if (sm) {   /* a full row out: elementwise over [K, M] (the backward reads two) */
+        op->it.stride[0][0] = tcf_dtype_size(r->out_dt);
+        if (tcf_red_softmax_bwd(r->op)) {
+            op->nin = 2, op->in[1] = r->src2, op->in_dt[1] = r->in_dt;
+            op->it.stride[2][0] = op->it.stride[1][0], op->it.stride[2][1] = op->it.stride[1][1];
+        }
+    }
     return views_ok(op) ? 0 : -1;
 }
 
@@ -148,7 +156,9 @@ static int as_op(const tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t i
         for (unsigned i = 0; i < op->nin; i++)
             op->in_dt[i] = d;
     }
-    if (b->nops && b->red && op->n != b->n && op->n == b->M) {
+    /* per-row ops follow a reduction, never a softmax: its result is a full row */
+    if (b->nops && b->red && op->n != b->n && op->n == b->M &&
+        !tcf_red_softmax(items[b->item[b->red - 1]].red.op)) {
         tcf_space_t sp;
         uint32_t st[4][TCF_OP_MAX_DIMS];
         if (tcf_space_of(op, &sp, st) || sp.nd != 1)

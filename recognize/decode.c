@@ -149,7 +149,11 @@ static tcf_decode_status_t tcf_decode_name(const char *name, tcf_decode_name_t *
         tcf_decode_status_t st = tcf_decode_strided_name(name, end, nm);
         return st != TCF_DECODE_OK ? st : tcf_decode_closure(nm);
     } else {
-        return strstr(name, "13reduce_kernelI") ? TCF_DECODE_REDUCTION : TCF_DECODE_NOT_ELEMENTWISE;
+        /* reduce_kernel, and the row softmaxes of SoftMax.cu: decode_reduce.h's */
+        return strstr(name, "13reduce_kernelI") ||
+               (strstr(name, "_SoftMax_cu_") && (strstr(name, "20softmax_warp_forwardI") ||
+                                                 strstr(name, "21softmax_warp_backwardI")))
+                   ? TCF_DECODE_REDUCTION : TCF_DECODE_NOT_ELEMENTWISE;
     }
     nm->fe = tcf_decode_rfind(nm->fb, end, TCF_ARRAY);
     if (!nm->fe || nm->fe == nm->fb || !(p = tcf_decode_digits(nm->fe + strlen(TCF_ARRAY), &nm->nt)) ||

@@ -33,6 +33,7 @@
     X(REDUCE_WELFORD,    "reduce-welford")    /* var, std, var_mean                  */   \
     X(REDUCE_SPLIT,      "reduce-split")      /* one part of a > 2^31-element reduction */ \
     X(REDUCE_CONFIG,     "reduce-config")     /* a ReduceConfig not setReduceConfig's */   \
+    X(SOFTMAX_MASKED,    "softmax-masked")    /* a masked softmax (is_masked)         */   \
     X(BAD_NAME,          "unparsed-name")     /* an elementwise loop we cannot parse */   \
     X(UNKNOWN_FUNCTOR,   "unknown-functor")   /* loop parsed, no rule for the functor */  \
     X(UNSUPPORTED_DTYPE, "unsupported-dtype") /* double, integers, complex, ...     */   \

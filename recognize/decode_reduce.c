@@ -130,6 +130,67 @@ static int tcf_rn_ops(tcf_rname_t *n, tcf_decode_reduce_kernel_t *rk, tcf_dtype_
 
 static int tcf_rd_pow2(unsigned v, unsigned max) { return v && v <= max && !(v & (v - 1)); }
 
+/* ---- the row softmaxes (PersistentSoftmax.cuh) -------------------------------------- */
+
+/* softmax_warp_forward<input_t, output_t, acc_t, log2_elements, is_log_softmax, is_masked>
+ * (output_t *dst, const input_t *src, int batch_size, int stride, int element_count,
+ *  const bool *mask, int head_chunk_size, bool is_transformer_mask), and
+ * softmax_warp_backward<...>(output_t *gradInput, const input_t *grad, const input_t
+ * *output, int batch_size, int stride, int element_count, const bool *mask): in an
+ * anonymous namespace of SoftMax.cu, whose hash is the build's. */
+static const uint32_t tcf_sm_fwd_off[8] = { 0, 8, 16, 20, 24, 32, 40, 44 },
+                      tcf_sm_fwd_size[8] = { 8, 8, 4, 4, 4, 8, 4, 1 },
+                      tcf_sm_bwd_off[7] = { 0, 8, 16, 24, 28, 32, 40 },
+                      tcf_sm_bwd_size[7] = { 8, 8, 8, 4, 4, 4, 8 };
+
+static tcf_decode_status_t tcf_decode_softmax_kernel(const tcf_decode_launch_t *l, const char *at,
+                                                     int bwd, tcf_decode_reduce_kernel_t *rk)
+{
+    tcf_rname_t n = { at, l->name + strlen(l->name), strstr(l->name, "4HalfE") != NULL,
+                      strstr(l->name, "8BFloat16E") != NULL };
+    tcf_dtype_t acc = TCF_DT_NONE;
+    int t, l2e, lg, masked;
+    if ((t = tcf_rn_type(&n, &rk->in_dt)) != 1 || (t = tcf_rn_type(&n, &rk->out_dt)) != 1 ||
+        (t = tcf_rn_type(&n, &acc)) != 1) {
+        memset(rk, 0, sizeof *rk);
+        return t == 0 ? TCF_DECODE_UNSUPPORTED_DTYPE : TCF_DECODE_BAD_NAME;
+    }
+    if (!tcf_rn_eat(&n, "Li") || (l2e = tcf_rn_num(&n)) < 0 || l2e > 11 || !tcf_rn_eat(&n, "ELb") ||
+        (lg = tcf_rn_num(&n)) < 0 || lg > 1 || !tcf_rn_eat(&n, "ELb") ||
+        (masked = tcf_rn_num(&n)) < 0 || masked > 1 ||
+        !tcf_rn_eat(&n, bwd ? "EEEvPT0_PKT_S5_iiiPKb" : "EEEvPT0_PKT_iiiPKbib") || n.p != n.end ||
+        acc != TCF_DT_F32) {
+        memset(rk, 0, sizeof *rk);
+        return TCF_DECODE_BAD_NAME;
+    }
+    if (masked) {
+        memset(rk, 0, sizeof *rk);
+        return TCF_DECODE_SOFTMAX_MASKED;
+    }
+    rk->op = bwd ? (lg ? TCF_RED_LOGSOFTMAX_BWD : TCF_RED_SOFTMAX_BWD)
+                 : (lg ? TCF_RED_LOGSOFTMAX : TCF_RED_SOFTMAX);
+    rk->acc_dt = TCF_DT_F32, rk->l2e = (uint8_t)l2e;
+    const uint32_t *off = bwd ? tcf_sm_bwd_off : tcf_sm_fwd_off, *sz = bwd ? tcf_sm_bwd_size : tcf_sm_fwd_size;
+    uint32_t np = bwd ? 7 : 8;
+    rk->span = off[np - 1] + sz[np - 1];
+    if (l->nparams != np) {
+        memset(rk, 0, sizeof *rk);
+        return TCF_DECODE_BAD_LAYOUT;
+    }
+    for (uint32_t i = 0; i < np; i++)
+        if (l->off[i] != off[i] || l->size[i] != sz[i]) {
+            memset(rk, 0, sizeof *rk);
+            return TCF_DECODE_BAD_LAYOUT;
+        }
+    return TCF_DECODE_OK;
+}
+
+static uint32_t tcf_sm_rows_per_block(uint8_t l2e)   /* warps a block times rows a warp */
+{
+    uint32_t ws = l2e < 5 ? 1u << l2e : 32u;
+    return 128 / ws * (l2e <= 7 ? 2u : 1u);
+}
+
 tcf_decode_status_t tcf_decode_reduce_kernel(const tcf_decode_launch_t *l,
                                              tcf_decode_reduce_kernel_t *rk)
 {
@@ -140,6 +201,13 @@ tcf_decode_status_t tcf_decode_reduce_kernel(const tcf_decode_launch_t *l,
         return TCF_DECODE_BAD_ARGS;
     tcf_rname_t n = { l->name, l->name + strlen(l->name), strstr(l->name, "4HalfE") != NULL,
                       strstr(l->name, "8BFloat16E") != NULL };
+    if (strstr(l->name, "_SoftMax_cu_")) {
+        const char *f = strstr(l->name, "20softmax_warp_forwardI"), *b = strstr(l->name, "21softmax_warp_backwardI");
+        if (f)
+            return tcf_decode_softmax_kernel(l, f + strlen("20softmax_warp_forwardI"), 0, rk);
+        if (b)
+            return tcf_decode_softmax_kernel(l, b + strlen("21softmax_warp_backwardI"), 1, rk);
+    }
     if (!tcf_rn_eat(&n, TCF_RED_PREFIX))
         return TCF_DECODE_NOT_ELEMENTWISE;
     /* the ops the order cannot be reproduced for, named first: they are what coverage
@@ -297,6 +365,59 @@ static tcf_decode_status_t tcf_rd_fail(tcf_reduce_t *r, tcf_decode_status_t st)
     return st;
 }
 
+/* One softmax launch: dispatch_softmax_forward/backward's shape for its row length and
+ * row count, rows one after another (stride == element_count: the kernel steps to a
+ * warp's first row by stride and to its second by element_count). */
+static tcf_decode_status_t tcf_decode_softmax_apply(const tcf_decode_reduce_kernel_t *rk,
+                                                    const uint8_t *p, const uint32_t grid[3],
+                                                    const uint32_t block[3], tcf_reduce_t *r)
+{
+    int bwd = tcf_red_softmax_bwd(rk->op);
+    uint32_t at = bwd ? 24 : 16;
+    int32_t batch = (int32_t)tcf_rd32(p + at), stride = (int32_t)tcf_rd32(p + at + 4),
+            count = (int32_t)tcf_rd32(p + at + 8);
+    uint64_t mask = tcf_rd(p + (bwd ? 40 : 32), 8);
+    uint32_t ws = rk->l2e < 5 ? 1u << rk->l2e : 32u, rpb = tcf_sm_rows_per_block(rk->l2e);
+    unsigned isz = tcf_dtype_size(rk->in_dt), osz = tcf_dtype_size(rk->out_dt);
+    if (batch <= 0 || count <= 0 || count > 2048 || stride != count || mask)
+        return tcf_rd_fail(r, TCF_DECODE_BAD_VALUE);
+    uint32_t l2e = 0;
+    while ((1u << l2e) < (uint32_t)count)
+        l2e++;
+    if (l2e != rk->l2e || (uint64_t)batch * (uint64_t)count > 0x7fffffffu)
+        return tcf_rd_fail(r, TCF_DECODE_BAD_VALUE);
+    if (grid[0] != ((uint32_t)batch + rpb - 1) / rpb || grid[1] != 1 || grid[2] != 1 ||
+        block[0] != ws || block[1] != 128 / ws || block[2] != 1)
+        return tcf_rd_fail(r, TCF_DECODE_BAD_LAUNCH);
+    r->dst = tcf_rd(p, 8), r->src = tcf_rd(p + 8, 8), r->src2 = bwd ? tcf_rd(p + 16, 8) : 0;
+    if (!r->dst || !r->src || (bwd && !r->src2) || r->dst % osz || r->src % isz || r->src2 % isz)
+        return tcf_rd_fail(r, TCF_DECODE_BAD_VALUE);
+    r->op = rk->op, r->l2e = rk->l2e;
+    r->in_dt = rk->in_dt, r->out_dt = rk->out_dt, r->acc_dt = TCF_DT_F32;
+    tcf_reduce_cfg_t *c = &r->cfg;
+    c->num_inputs = (uint32_t)count, c->num_outputs = (uint32_t)batch;
+    c->step_input = 1, c->step_output = 1, c->ctas_per_output = 1;
+    c->block_width = ws, c->block_height = 128 / ws, c->element_size = 4;
+    memcpy(c->grid, grid, sizeof c->grid);
+    r->odims = 1, r->osize[0] = (uint32_t)batch;
+    r->ostride[0][0] = (uint32_t)count * osz, r->ostride[0][1] = (uint32_t)count * isz;
+    r->vt0 = 1, r->ivs = 1;
+    return TCF_DECODE_OK;
+}
+
+int tcf_decode_softmax_resize(const tcf_decode_reduce_kernel_t *rk, uint8_t *params,
+                              uint32_t params_len, uint32_t rows, uint32_t grid[3])
+{
+    if (!rk || !params || !grid || !tcf_red_softmax(rk->op) || params_len < rk->span || !rows ||
+        rows > 0x7fffffffu)
+        return -1;
+    uint32_t at = tcf_red_softmax_bwd(rk->op) ? 24 : 16, rpb = tcf_sm_rows_per_block(rk->l2e);
+    for (unsigned i = 0; i < 4; i++)
+        params[at + i] = (uint8_t)(rows >> (8 * i));
+    grid[0] = (rows + rpb - 1) / rpb, grid[1] = grid[2] = 1;
+    return 0;
+}
+
 tcf_decode_status_t tcf_decode_reduce_apply(const tcf_decode_reduce_kernel_t *rk,
                                             const uint8_t *p, uint32_t params_len,
                                             const uint32_t grid[3], const uint32_t block[3],
@@ -309,6 +430,8 @@ tcf_decode_status_t tcf_decode_reduce_apply(const tcf_decode_reduce_kernel_t *rk
         return TCF_DECODE_BAD_ARGS;
     if (params_len < rk->span)
         return TCF_DECODE_TRUNCATED;
+    if (tcf_red_softmax(rk->op))
+        return tcf_decode_softmax_apply(rk, p, grid, block, r);
     const uint8_t *cf = p + rk->cfg_off, *ic = p + rk->icalc_off, *oc = p + rk->ocalc_off,
                   *tl = p + rk->src_off;
     unsigned asz = tcf_dtype_size(rk->acc_dt), esz = tcf_dtype_size(rk->in_dt);
@@ -418,18 +541,23 @@ void tcf_decode_reduce_describe(const tcf_reduce_t *r, char *buf, size_t len)
                 r->op == TCF_RED_NORM2 && r->root ? "(sqrt)" : "", tcf_decode_dtype_name(r->in_dt),
                 tcf_decode_dtype_name(r->out_dt), tcf_decode_dtype_name(r->acc_dt),
                 c->num_inputs, c->num_outputs, c->block_width, c->block_height, c->grid[0]);
-    if (c->vectorize_input)
+    if (tcf_red_softmax(r->op))
+        TCF_APPEND_(" l2e %u", r->l2e);
+    else if (c->vectorize_input)
         TCF_APPEND_(" vec%u shift %u", r->ivs, r->shift);
     else
         TCF_APPEND_(" vt0 %u", r->vt0);
-    TCF_APPEND_(" %s", r->split_y ? "warps-share-row" : "row-per-warp-row");
+    if (!tcf_red_softmax(r->op))
+        TCF_APPEND_(" %s", r->split_y ? "warps-share-row" : "row-per-warp-row");
     if (r->op == TCF_RED_MEAN) {
         float f;
         memcpy(&f, &r->factor, sizeof f);
         TCF_APPEND_(" factor %.9g", (double)f);
     }
-    TCF_APPEND_(" src 0x%llx dst 0x%llx rows", (unsigned long long)r->src,
-                (unsigned long long)r->dst);
+    TCF_APPEND_(" src 0x%llx", (unsigned long long)r->src);
+    if (r->src2)
+        TCF_APPEND_(" out 0x%llx", (unsigned long long)r->src2);
+    TCF_APPEND_(" dst 0x%llx rows", (unsigned long long)r->dst);
     if (!r->odims)
         TCF_APPEND_(" -");
     for (unsigned d = 0; d < r->odims && d < TCF_OP_MAX_DIMS; d++)
