@@ -331,6 +331,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
             }
         } else if (from) {
             tcf_decode_offset_calc_clear(o.params + 8, o.pbytes - 8, 1u + o.op.nin);
+            tcf_decode_functor_clear(&tcf_kernel_get(o.f)->dk, o.params, o.pbytes);
         }
         /* A cat's pointers sit in its metadata, the inputs' at their real first element
          * (the op holds its views' bases, shifted back along the cat dim): rewritten

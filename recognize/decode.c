@@ -517,6 +517,27 @@ int tcf_decode_offset_calc_clear(uint8_t *oc, uint32_t len, unsigned nt)
     return 0;
 }
 
+int tcf_decode_functor_clear(const tcf_decode_kernel_t *dk, uint8_t *p, uint32_t len)
+{
+    if (!dk || !dk->rule || !p || (dk->loop != TCF_LOOP_STRIDED && dk->loop != TCF_LOOP_STRIDED_CAST) ||
+        dk->span < 16 || dk->span > len || dk->foff >= dk->span - 8)
+        return -1;
+    const tcf_decode_rule_t *r = dk->rule;
+    uint32_t end = (uint32_t)dk->span - 8;   /* nvcc's closure pointer: kept */
+    uint32_t nt = (dk->foff - dk->doff) / 8;  /* the data pointers before the functor */
+    for (uint32_t b = dk->foff; b < end; b++) {
+        uint32_t at = b - dk->foff;
+        int keep = r->moff >= 0 && at >= (uint32_t)r->moff && at < (uint32_t)r->moff + 4;
+        for (unsigned i = 0; i < 2 && r->s[i].ty; i++)
+            keep |= at >= dk->soff[i] && at < dk->soff[i] + dk->ssz[i];
+        if (dk->loop == TCF_LOOP_STRIDED_CAST)   /* the dtypes[] after the functor */
+            keep |= b >= dk->loff && b < dk->loff + nt;
+        if (!keep)
+            p[b] = 0;
+    }
+    return 0;
+}
+
 int tcf_decode_resize(uint8_t *p, uint32_t params_len, const tcf_op_t *op, uint32_t n,
                       const uint32_t *sizes)
 {

@@ -101,6 +101,12 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
  * stops at dims). Zeroes them in a copy of the bytes, so that a check for stray pointers
  * sees none there (exec/verify.c). 0, or -1 when dims is not 0..25 or len is short. */
 int tcf_decode_offset_calc_clear(uint8_t *oc, uint32_t len, unsigned nt);
+/* A strided loop's closure holds its functor after data[] (and, casting, dtypes[]), then
+ * nvcc's closure pointer: an empty functor's byte and the padding around the members the
+ * kernel reads are the caller's stack, old pointers' bytes among them. Zeroes them in a
+ * copy of a launch's bytes for exec/verify.c's stray-pointer check, keeping the rule's
+ * member, scalars and dtypes. 0, or -1 when dk is no strided loop or len is short. */
+int tcf_decode_functor_clear(const tcf_decode_kernel_t *dk, uint8_t *p, uint32_t len);
 /* --- cat (decode_cat.c) ---------------------------------------------------------------
  * Shape.cu's CatArrayBatchedCopy kernels: what tcf_decode_kernel and tcf_decode_apply do
  * for a name of that family (they call these); dk->loop is TCF_LOOP_CAT. */

@@ -276,6 +276,45 @@ TEST(offset_calc_unused_entries_cleared)
     CHECK_EQ_INT(tcf_decode_offset_calc_clear(oc, sizeof oc, 3), 0);
 }
 
+/* The closure's functor bytes the kernel never reads (an empty functor's byte, padding
+ * around members and scalars, after the cast loop's dtypes) are zeroed for verification's
+ * stray-pointer check; the op decoded from the cleared bytes is the same, and only bytes
+ * between data[] and nvcc's closure pointer change. */
+TEST(functor_padding_cleared)
+{
+    size_t n = 0, dirty = 0;
+    for (size_t i = 0; i < nls; i++) {
+        tcf_op_t op, op2;
+        if (dec(&ls[i], ls[i].params, ls[i].grid, &op) != TCF_DECODE_OK)
+            continue;
+        const kern_t *k = &ks[ls[i].k];
+        tcf_decode_launch_t d = { k->name, k->np, k->off, k->sz, NULL, 0, { 0, 0, 0 }, { 0, 0, 0 } };
+        tcf_decode_kernel_t dk;
+        if (!CHECK_EQ_INT(tcf_decode_kernel(&d, &dk), TCF_DECODE_OK))
+            continue;
+        uint8_t *p = malloc(ls[i].len);
+        memcpy(p, ls[i].params, ls[i].len);
+        CHECK_EQ_INT(tcf_decode_functor_clear(&dk, p, ls[i].len), 0);
+        if (CHECK_EQ_INT(dec(&ls[i], p, ls[i].grid, &op2), TCF_DECODE_OK))
+            CHECK(!memcmp(&op, &op2, sizeof op));
+        int changed = 0;
+        for (uint32_t b = 0; b < ls[i].len; b++)
+            if (p[b] != ls[i].params[b]) {
+                CHECK(b >= dk.foff && b + 8 < dk.span && p[b] == 0);
+                changed = 1;
+            }
+        dirty += changed;
+        n++;
+        free(p);
+        CHECK_EQ_INT(tcf_decode_functor_clear(&dk, ls[i].params, (uint32_t)dk.span - 1), -1);
+    }
+    CHECK(n >= 100);
+    printf("  functors cleared: %zu launches, %zu with stack bytes there\n", n, dirty);
+    tcf_decode_kernel_t none = { 0 };
+    uint8_t b[8] = { 0 };
+    CHECK_EQ_INT(tcf_decode_functor_clear(&none, b, sizeof b), -1);
+}
+
 int main(void)
 {
     glob_t g;
@@ -290,6 +329,7 @@ int main(void)
     RUN(int_divider);
     RUN(resize_for_verification);
     RUN(offset_calc_unused_entries_cleared);
+    RUN(functor_padding_cleared);
     free_launches();
     return check_main_end();
 }
