@@ -293,8 +293,19 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
     for (uint32_t j = 0; j < job->norig; j++) {
         static _Thread_local tcf_orig_t o;   /* 1.4 KiB: off the worker's stack */
         o = job->orig[j];
-        /* a reduce_kernel's one parameter is its ReduceOp: every word may be a pointer */
-        uint32_t from = o.is_red ? 0 : tcf_words_from(&o.op);
+        /* Where pointers may sit: a strided loop's data[] and after (tcf_words_from), a
+         * ReduceOp's src, dst[2], acc_buf, cta_buf and semaphores (decoding accepted it
+         * with all but src and dst[0] null); before them are its config and calculators,
+         * whose words no kernel dereferences, though two fields side by side can read as
+         * one (the last divider's shift and a stride of 4: 0x4_0000_0000, an address of
+         * cudaMallocAsync's pools, on the training step's sums). */
+        uint32_t from = tcf_words_from(&o.op);
+        if (o.is_red && !tcf_red_softmax(o.red.op)) {
+            const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
+            from = rk->span == o.pbytes && rk->src_off + 48 <= o.pbytes ? rk->src_off : 0;
+        } else if (o.is_red) {
+            from = 0;
+        }
         /* Bytes between parameters are padding the kernel never reads, and hold whatever
          * the caller's stack held: the strided loop's bytes 4..7, beside N, took the high
          * half of a pointer on Llama and made word 0 look like an address the driver knew
