@@ -31,7 +31,7 @@
 #define __launch_bounds__(n)
 
 struct emu_dim3 { unsigned x, y, z; };
-static emu_dim3 threadIdx, blockIdx;
+static emu_dim3 threadIdx, blockIdx, blockDim;
 
 struct emu_block {
     unsigned n, bw, cur, done;
@@ -72,6 +72,24 @@ template <typename T> static inline T __shfl_down_sync(unsigned, T v, int off, i
     return r;
 }
 
+// __shfl_xor_sync within segments of `width` lanes (a power of two up to 32), as the row
+// softmaxes' butterflies use it (codegen/gen_softmax.c)
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int mask, int width)
+{
+    emu_block *b = emu_cur;
+    unsigned t = b->cur, lane = t % 32, w = t / 32;
+    uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof v);
+    b->xchg[t] = bits;
+    emu_barrier();
+    T r = v;
+    unsigned src = lane ^ (unsigned)mask;
+    if ((src & ~((unsigned)width - 1)) == (lane & ~((unsigned)width - 1)) && w * 32 + src < b->n)
+        std::memcpy(&r, &b->xchg[w * 32 + src], sizeof r);
+    emu_barrier();
+    return r;
+}
+
 static void emu_entry()
 {
     emu_block *b = emu_cur;
@@ -87,6 +105,7 @@ static void emu_run_block(unsigned n, unsigned bw, void (*body)(void *), void *a
     b.n = n, b.bw = bw, b.done = 0, b.body = body, b.arg = arg;
     b.uc.resize(n), b.jb.resize(n), b.started.assign(n, 0), b.finished.assign(n, 0);
     b.xchg.assign(n, 0);
+    blockDim = { bw, n / bw, 1 };
     emu_cur = &b;
     const size_t stack = 64 << 10;
     while (b.done < n)
@@ -113,6 +132,7 @@ static void emu_run_block(unsigned n, unsigned bw, void (*body)(void *), void *a
 }
 
 static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline float __int_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fmul_rn(float a, float b) { return a * b; }

@@ -6,11 +6,13 @@
  * bits is tests/gpu/fuse_softmax.py's and verification's. */
 #include <glob.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "codegen/codegen.h"
+#include "codegen/internal.h"
 #include "fuser/fuser.h"
 #include "recognize/decode.h"
 #include "recognize/decode_reduce.h"
@@ -344,6 +346,106 @@ TEST(refusals)
     CHECK_EQ_INT(tcf_reduce_source(&s, &sp, buf, sizeof buf), -1);
 }
 
+/* The groups softmax_emu.hpp runs: a neg (x, role 1, into role 2, freed) feeding the
+ * softmax or log_softmax (into role 3); or feeding the softmax backward as its grad, with
+ * the forward's output at role 4. */
+static size_t emu_window(tcf_red_op_t o, uint32_t K, uint32_t M, tcf_item_t *win)
+{
+    win[0] = op(TCF_OP_NEG, F, F, K * M, MB(2), 1, MB(1), 0);
+    win[1] = sm(o, F, K, M, MB(3), MB(2), tcf_red_softmax_bwd(o) ? MB(4) : 0);
+    win[2] = free_(MB(2));
+    return 3;
+}
+
+TEST(softmax_kernels_on_the_cpu)
+{
+    static const uint32_t shapes[][2] = { { 2, 3 }, { 3, 5 }, { 5, 33 }, { 16, 2 }, { 31, 9 },
+                                          { 33, 7 }, { 64, 5 }, { 100, 3 }, { 128, 65 },
+                                          { 129, 4 }, { 255, 3 }, { 700, 2 }, { 1024, 5 },
+                                          { 2048, 3 } };
+    static const tcf_red_op_t ops[] = { TCF_RED_SOFTMAX, TCF_RED_LOGSOFTMAX, TCF_RED_SOFTMAX_BWD,
+                                        TCF_RED_LOGSOFTMAX_BWD };
+    if (system("c++ --version >/dev/null 2>&1") != 0) {
+        printf("test_softmax: no C++ compiler (c++): the CPU run skipped\n");
+        return;
+    }
+    char *text = NULL, *rows = NULL;
+    size_t text_len = 0, rows_len = 0;
+    FILE *kf = open_memstream(&text, &text_len), *tf = open_memstream(&rows, &rows_len);
+    if (!CHECK(kf && tf))
+        return;
+    fprintf(kf, "#include \"tests/unit/reduce_emu.hpp\"\n");
+    char *src = malloc(SRC_CAP);
+    unsigned ncase = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (size_t q = 0; q < 4; q++) {
+            uint32_t K = shapes[i][0], M = shapes[i][1];
+            if (q >= 2 && K > 1024)
+                continue;   /* the backward's rows: 1024 at most in the recorded launches */
+            tcf_item_t win[3];
+            size_t n = emu_window(ops[q], K, M, win);
+            if (!CHECK(tcf_fuser_plan(win, n, &plan) == 0 && plan.ngroups == 1 && plan.groups[0].g.red))
+                continue;
+            const tcf_fgroup_t *g = &plan.groups[0];
+            tcf_rows_args_t ra;
+            int len = tcf_codegen_source(&g->g, src, SRC_CAP);
+            const char *pre = tcf_codegen_prelude(), *pp = len > 0 ? strstr(src, pre) : NULL;
+            const char *k = len > 0 ? strstr(src, "tcf_reduce(const tcf_rargs a)") : NULL;
+            if (!CHECK(pp && k && tcf_fuser_rows_args(g, win, n, &g->args, &ra) == 0))
+                continue;
+            fprintf(kf, "namespace k%u {\n%.*s%.*stcf_reduce_%u%s", ncase, (int)(pp - src), src,
+                    (int)(k - (pp + strlen(pre))), pp + strlen(pre), ncase, k + strlen("tcf_reduce"));
+            fprintf(kf, "void run(const void *p) { tcf_reduce_%u(*(const tcf_rargs *)p); }\n}\n", ncase);
+            fprintf(tf, "  { k%u::run, %u, %u, %u, %u, %u, %zu, %u, {", ncase, K, M, g->g.rs.bw,
+                    g->g.rs.bh, g->g.rs.l2e, q, g->g.nbufs);
+            for (unsigned b = 0; b < g->g.nbufs; b++)
+                fprintf(tf, " %u,", (unsigned)((g->args.buf[b] - MB(0)) >> 24));
+            fprintf(tf, " }, {");
+            for (unsigned b = 0; b < g->g.nbufs; b++)
+                fprintf(tf, " { %u, %u },", ra.st[b][0], ra.st[b][1]);
+            fprintf(tf, " } },\n");
+            ncase++;
+        }
+    free(src);
+    fclose(tf);
+    fprintf(kf, "struct rows_args { tcf_rargs_host r; unsigned long long buf[16]; unsigned s[16], "
+                "st[16][2]; };\nstatic_assert(sizeof(rows_args) == 544, \"tcf_rows_args_t\");\n"
+                "struct scase { void (*run)(const void *); unsigned K, M, bw, bh, l2e; int op; "
+                "unsigned nbufs, role[16], st[16][2]; };\n"
+                "static const scase scases[] = {\n%s};\n#include \"tests/unit/softmax_emu.hpp\"\n",
+            rows ? rows : "");
+    free(rows);
+    if (!CHECK(fclose(kf) == 0))
+        return;
+    mkdir("build", 0755), mkdir("build/reduce_emu", 0755);
+    FILE *f = fopen("build/reduce_emu/softmax.cpp", "w");
+    int ok = f && fwrite(text, 1, text_len, f) == text_len;
+    free(text);
+    if (!CHECK((f && fclose(f) == 0) && ok))
+        return;
+    int rc = system("c++ -std=c++17 -O1 -ffp-contract=off -U_FORTIFY_SOURCE -I. -w "
+                    "-o build/reduce_emu/softmax build/reduce_emu/softmax.cpp "
+                    ">build/reduce_emu/softmax.log 2>&1");
+    if (!check_report(rc == 0, __FILE__, __LINE__, "c++ build/reduce_emu/softmax.cpp",
+                      "see build/reduce_emu/softmax.log"))
+        return;
+    FILE *p = popen("build/reduce_emu/softmax 2>&1", "r");
+    char line[512];
+    unsigned passed = 0, failed = 0, seen = 0;
+    while (p && fgets(line, sizeof line, p)) {
+        if (sscanf(line, "softmax_emu: %u passed, %u failed", &passed, &failed) == 2)
+            seen = 1;
+        else
+            fputs(line, stderr);
+    }
+    CHECK(p != NULL && pclose(p) == 0);
+    CHECK(seen);
+    CHECK_EQ_INT(passed, ncase);
+    CHECK_EQ_INT(failed, 0);
+    printf("test_softmax: the fused softmaxes on the CPU: %u of %u groups equal to the model\n",
+           passed, ncase);
+}
+
 int main(void)
 {
     char err[512];
@@ -361,6 +463,7 @@ int main(void)
     RUN(hand_made_bytes);
     RUN(attention_softmax_forward_and_backward);
     RUN(refusals);
+    RUN(softmax_kernels_on_the_cpu);
     if (have_nvrtc)
         printf("test_softmax: %u softmax kernels compiled for sm_90 (NVRTC %s)\n", compiled,
                tcf_nvrtc_version());
