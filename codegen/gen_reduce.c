@@ -71,7 +71,7 @@ void tcf_reduce_shape_of(const tcf_reduce_t *r, tcf_reduce_shape_t *s)
     s->vt0 = r->vt0, s->ivs = r->ivs;
     s->vectorize = r->cfg.vectorize_input, s->split_y = r->split_y;
     s->odims = r->odims;
-    s->l2e = r->l2e;
+    s->l2e = tcf_red_softmax(r->op) ? (uint8_t)tcf_softmax_l2e(r->cfg.num_inputs) : 0;
 }
 
 void tcf_reduce_args_of(const tcf_reduce_t *r, tcf_reduce_args_t *a)
@@ -89,7 +89,7 @@ void tcf_reduce_launch_dims(const tcf_reduce_shape_t *s, uint32_t num_outputs, u
                             uint32_t block[3])
 {
     if (tcf_red_softmax(s->op)) {   /* dispatch_softmax_forward/backward's */
-        uint32_t per_block = s->bh * (s->l2e <= 7 ? 2u : 1u);
+        uint32_t per_block = tcf_softmax_rows_per_block(s->l2e);
         grid[0] = num_outputs / per_block + (num_outputs % per_block != 0), grid[1] = grid[2] = 1;
         block[0] = s->bw, block[1] = s->bh, block[2] = 1;
         return;

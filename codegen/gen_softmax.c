@@ -29,7 +29,7 @@ int tcf_softmax_check(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp
 {
     int flt_in = s->in_dt == TCF_DT_F32 || s->in_dt == TCF_DT_F16 || s->in_dt == TCF_DT_BF16;
     int flt_out = s->out_dt == TCF_DT_F32 || s->out_dt == TCF_DT_F16 || s->out_dt == TCF_DT_BF16;
-    unsigned ws = s->l2e < 5 ? 1u << s->l2e : 32u;
+    unsigned ws = tcf_softmax_lanes(s->l2e);
     if (!tcf_red_softmax(s->op) || !flt_in || !flt_out || s->acc_dt != TCF_DT_F32 || s->l2e > 11 ||
         s->bw != ws || s->bh != 128 / ws || s->vectorize || s->split_y || s->odims != 1 ||
         s->root)
@@ -38,6 +38,19 @@ int tcf_softmax_check(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp
         (tcf_red_softmax_bwd(s->op) != (sp->prologue2 != NULL)))
         return -1;
     return 0;
+}
+
+/* The load phase, as PyTorch's: each row of the warp (none past the rows), each lane's
+ * elements e = lane + it * WS, padding past the row; body assigns element e's slot. */
+static void tcf_sm_loads(tcf_codegen_sb_t *b, const char *decl, const char *body)
+{
+    tcf_codegen_put(b, "  %s\n#pragma unroll\n"
+                       "  for (int i = 0; i < TCF_WB; i++) {\n"
+                       "    const int n = i >= nb ? 0 : K;\n"
+                       "#pragma unroll\n"
+                       "    for (int it = 0; it < TCF_IT; it++) {\n"
+                       "      const int e = lane + it * TCF_WS;\n%s"
+                       "    }\n  }\n", decl, body);
 }
 
 void tcf_softmax_body(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp)
@@ -74,16 +87,9 @@ void tcf_softmax_body(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tc
                        "  for (int i = 0; i < TCF_WB; i++) r[i].row = (unsigned)(first + i), r[i].in_off = r[i].out_off = 0;\n",
                     TCF_REDUCE_KERNEL);
     if (!bwd) {
+        tcf_sm_loads(b, "float x[TCF_WB][TCF_IT];",
+                     "      x[i][it] = e < n ? tcf_tof(tcf_pro(a, r[i], (unsigned)e)) : __int_as_float(0xff800000u);\n");
         tcf_codegen_put(b,
-            "  float x[TCF_WB][TCF_IT];\n"
-            "#pragma unroll\n"
-            "  for (int i = 0; i < TCF_WB; i++) {\n"
-            "    const int n = i >= nb ? 0 : K;\n"
-            "#pragma unroll\n"
-            "    for (int it = 0; it < TCF_IT; it++) {\n"
-            "      const int e = lane + it * TCF_WS;\n"
-            "      x[i][it] = e < n ? tcf_tof(tcf_pro(a, r[i], (unsigned)e)) : __int_as_float(0xff800000u);\n"
-            "    }\n  }\n"
             "  float mx[TCF_WB], sum[TCF_WB];\n"
             "#pragma unroll\n"
             "  for (int i = 0; i < TCF_WB; i++) {\n"
@@ -110,17 +116,10 @@ void tcf_softmax_body(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tc
                                "      sum[i] += x[i][it];\n");
         tcf_codegen_put(b, "    }\n  }\n");
     } else {
+        tcf_sm_loads(b, "float gr[TCF_WB][TCF_IT], ou[TCF_WB][TCF_IT];",
+                     "      gr[i][it] = e < n ? tcf_tof(tcf_pro(a, r[i], (unsigned)e)) : 0.0f;\n"
+                     "      ou[i][it] = e < n ? tcf_tof(tcf_pro2(a, r[i], (unsigned)e)) : 0.0f;\n");
         tcf_codegen_put(b,
-            "  float gr[TCF_WB][TCF_IT], ou[TCF_WB][TCF_IT];\n"
-            "#pragma unroll\n"
-            "  for (int i = 0; i < TCF_WB; i++) {\n"
-            "    const int n = i >= nb ? 0 : K;\n"
-            "#pragma unroll\n"
-            "    for (int it = 0; it < TCF_IT; it++) {\n"
-            "      const int e = lane + it * TCF_WS;\n"
-            "      gr[i][it] = e < n ? tcf_tof(tcf_pro(a, r[i], (unsigned)e)) : 0.0f;\n"
-            "      ou[i][it] = e < n ? tcf_tof(tcf_pro2(a, r[i], (unsigned)e)) : 0.0f;\n"
-            "    }\n  }\n"
             "  float sum[TCF_WB];\n"
             "#pragma unroll\n"
             "  for (int i = 0; i < TCF_WB; i++) {\n"

@@ -51,10 +51,25 @@ typedef enum {
  * is a full row, not one value per row: in a group the op is elementwise over [K, M]
  * (fuser.h). Decoded as a tcf_reduce_t with src the (first) input, src2 the backward's
  * output operand, dst the result; cfg.num_inputs the row length, num_outputs the rows,
- * block (warp size, 128 / warp size); l2e the kernel's log2_elements. */
+ * block (warp size, 128 / warp size), all of it fixed by the row length (below). */
 static inline int tcf_red_softmax(tcf_red_op_t op)
 {
     return op >= TCF_RED_SOFTMAX && op <= TCF_RED_LOGSOFTMAX_BWD;
+}
+/* The launch geometry dispatch_softmax_forward/backward derive from the row length K:
+ * log2_elements (the smallest power of two >= K), lanes a row (WS, up to a warp) and rows
+ * a block (128 / WS warps' worth of lanes, two rows a warp up to 128 elements). */
+static inline unsigned tcf_softmax_l2e(uint32_t K)
+{
+    unsigned l2e = 0;
+    while (l2e < 31 && (1u << l2e) < K)
+        l2e++;
+    return l2e;
+}
+static inline unsigned tcf_softmax_lanes(unsigned l2e) { return l2e < 5 ? 1u << l2e : 32u; }
+static inline unsigned tcf_softmax_rows_per_block(unsigned l2e)
+{
+    return 128 / tcf_softmax_lanes(l2e) * (l2e <= 7 ? 2u : 1u);
 }
 static inline int tcf_red_softmax_bwd(tcf_red_op_t op)
 {
@@ -92,7 +107,6 @@ typedef struct {
     tcf_reduce_cfg_t cfg;
     uint64_t     src, dst;        /* input base (row 0), output base */
     uint64_t     src2;            /* softmax backward: the forward's output (else 0) */
-    uint8_t      l2e;             /* softmax: log2_elements (rows of 2^(l2e-1) + 1 .. 2^l2e) */
     uint8_t      odims;
     uint32_t     osize[TCF_OP_MAX_DIMS];
     uint32_t     ostride[TCF_OP_MAX_DIMS][2];   /* bytes: output, input */

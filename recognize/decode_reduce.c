@@ -185,11 +185,6 @@ static tcf_decode_status_t tcf_decode_softmax_kernel(const tcf_decode_launch_t *
     return TCF_DECODE_OK;
 }
 
-static uint32_t tcf_sm_rows_per_block(uint8_t l2e)   /* warps a block times rows a warp */
-{
-    uint32_t ws = l2e < 5 ? 1u << l2e : 32u;
-    return 128 / ws * (l2e <= 7 ? 2u : 1u);
-}
 
 tcf_decode_status_t tcf_decode_reduce_kernel(const tcf_decode_launch_t *l,
                                              tcf_decode_reduce_kernel_t *rk)
@@ -377,14 +372,11 @@ static tcf_decode_status_t tcf_decode_softmax_apply(const tcf_decode_reduce_kern
     int32_t batch = (int32_t)tcf_rd32(p + at), stride = (int32_t)tcf_rd32(p + at + 4),
             count = (int32_t)tcf_rd32(p + at + 8);
     uint64_t mask = tcf_rd(p + (bwd ? 40 : 32), 8);
-    uint32_t ws = rk->l2e < 5 ? 1u << rk->l2e : 32u, rpb = tcf_sm_rows_per_block(rk->l2e);
+    uint32_t ws = tcf_softmax_lanes(rk->l2e), rpb = tcf_softmax_rows_per_block(rk->l2e);
     unsigned isz = tcf_dtype_size(rk->in_dt), osz = tcf_dtype_size(rk->out_dt);
     if (batch <= 0 || count <= 0 || count > 2048 || stride != count || mask)
         return tcf_rd_fail(r, TCF_DECODE_BAD_VALUE);
-    uint32_t l2e = 0;
-    while ((1u << l2e) < (uint32_t)count)
-        l2e++;
-    if (l2e != rk->l2e || (uint64_t)batch * (uint64_t)count > 0x7fffffffu)
+    if (tcf_softmax_l2e((uint32_t)count) != rk->l2e || (uint64_t)batch * (uint64_t)count > 0x7fffffffu)
         return tcf_rd_fail(r, TCF_DECODE_BAD_VALUE);
     if (grid[0] != ((uint32_t)batch + rpb - 1) / rpb || grid[1] != 1 || grid[2] != 1 ||
         block[0] != ws || block[1] != 128 / ws || block[2] != 1)
@@ -392,7 +384,7 @@ static tcf_decode_status_t tcf_decode_softmax_apply(const tcf_decode_reduce_kern
     r->dst = tcf_rd(p, 8), r->src = tcf_rd(p + 8, 8), r->src2 = bwd ? tcf_rd(p + 16, 8) : 0;
     if (!r->dst || !r->src || (bwd && !r->src2) || r->dst % osz || r->src % isz || r->src2 % isz)
         return tcf_rd_fail(r, TCF_DECODE_BAD_VALUE);
-    r->op = rk->op, r->l2e = rk->l2e;
+    r->op = rk->op;
     r->in_dt = rk->in_dt, r->out_dt = rk->out_dt, r->acc_dt = TCF_DT_F32;
     tcf_reduce_cfg_t *c = &r->cfg;
     c->num_inputs = (uint32_t)count, c->num_outputs = (uint32_t)batch;
@@ -411,7 +403,7 @@ int tcf_decode_softmax_resize(const tcf_decode_reduce_kernel_t *rk, uint8_t *par
     if (!rk || !params || !grid || !tcf_red_softmax(rk->op) || params_len < rk->span || !rows ||
         rows > 0x7fffffffu)
         return -1;
-    uint32_t at = tcf_red_softmax_bwd(rk->op) ? 24 : 16, rpb = tcf_sm_rows_per_block(rk->l2e);
+    uint32_t at = tcf_red_softmax_bwd(rk->op) ? 24 : 16, rpb = tcf_softmax_rows_per_block(rk->l2e);
     for (unsigned i = 0; i < 4; i++)
         params[at + i] = (uint8_t)(rows >> (8 * i));
     grid[0] = (rows + rpb - 1) / rpb, grid[1] = grid[2] = 1;
@@ -542,7 +534,7 @@ void tcf_decode_reduce_describe(const tcf_reduce_t *r, char *buf, size_t len)
                 tcf_decode_dtype_name(r->out_dt), tcf_decode_dtype_name(r->acc_dt),
                 c->num_inputs, c->num_outputs, c->block_width, c->block_height, c->grid[0]);
     if (tcf_red_softmax(r->op))
-        TCF_APPEND_(" l2e %u", r->l2e);
+        TCF_APPEND_(" l2e %u", tcf_softmax_l2e(c->num_inputs));
     else if (c->vectorize_input)
         TCF_APPEND_(" vec%u shift %u", r->ivs, r->shift);
     else

@@ -89,8 +89,13 @@ TEST(every_recorded_softmax_launch)
         fwd += !b, bwd += b;
         lg += r.op == TCF_RED_LOGSOFTMAX || r.op == TCF_RED_LOGSOFTMAX_BWD;
         /* the bytes say it: rows of K after each other, the block PyTorch chose for K */
-        uint32_t K = r.cfg.num_inputs, M = r.cfg.num_outputs, ws = r.l2e < 5 ? 1u << r.l2e : 32u;
-        CHECK(K >= 1 && K <= 1024 && (1u << r.l2e) >= K && (r.l2e == 0 || (1u << (r.l2e - 1)) < K));
+        tcf_reduce_shape_t rs;
+        tcf_reduce_shape_of(&r, &rs);
+        uint32_t K = r.cfg.num_inputs, M = r.cfg.num_outputs, l2e = rs.l2e, ws = l2e < 5 ? 1u << l2e : 32u;
+        CHECK(K >= 1 && K <= 1024 && (1u << l2e) >= K && (l2e == 0 || (1u << (l2e - 1)) < K));
+        char tl[16];   /* the name's log2_elements is the row length's */
+        snprintf(tl, sizeof tl, "Li%uELb", l2e);
+        CHECK(strstr(k->name, tl) != NULL);
         CHECK(x->block[0] == ws && x->block[1] == 128 / ws && r.odims == 1 && r.osize[0] == M);
         CHECK(r.ostride[0][0] == K * tcf_dtype_size(r.out_dt) && r.ostride[0][1] == K * tcf_dtype_size(r.in_dt));
         CHECK(fixture_device_ptr(r.src) && fixture_device_ptr(r.dst) && (!b || fixture_device_ptr(r.src2)));
@@ -119,7 +124,9 @@ TEST(hand_made_bytes)
     /* a float softmax over rows of 1000: l2e 10, a warp a row, 4 rows a block */
     CHECK_EQ_INT(launch(FWD "fffLi10ELb0ELb0EEEvPT0_PKT_iiiPKbib", 0, MB(1), MB(2), 0, 300, 1000, 1000,
                         &r, p, g, bl), TCF_DECODE_OK);
-    CHECK(r.op == TCF_RED_SOFTMAX && r.l2e == 10 && r.cfg.num_inputs == 1000 && r.cfg.num_outputs == 300);
+    tcf_reduce_shape_t rs;
+    tcf_reduce_shape_of(&r, &rs);
+    CHECK(r.op == TCF_RED_SOFTMAX && rs.l2e == 10 && r.cfg.num_inputs == 1000 && r.cfg.num_outputs == 300);
     CHECK(g[0] == 75 && bl[0] == 32 && bl[1] == 4 && r.src == MB(2) && r.dst == MB(1));
     /* rows of 5: 8 lanes a row, 2 rows a warp, 32 rows a block */
     CHECK_EQ_INT(launch(FWD "N3c108BFloat16ES2_fLi3ELb1ELb0EEEvPT0_PKT_iiiPKbib", 0, MB(1), MB(2), 0, 33, 5, 5,
@@ -128,7 +135,8 @@ TEST(hand_made_bytes)
     /* rows of 2048: 64 elements a lane */
     CHECK_EQ_INT(launch(FWD "fffLi11ELb0ELb0EEEvPT0_PKT_iiiPKbib", 0, MB(1), MB(2), 0, 10, 2048, 2048,
                         &r, p, g, bl), TCF_DECODE_OK);
-    CHECK(r.l2e == 11 && g[0] == 3 && bl[0] == 32 && bl[1] == 4);
+    tcf_reduce_shape_of(&r, &rs);
+    CHECK(rs.l2e == 11 && g[0] == 3 && bl[0] == 32 && bl[1] == 4);
     CHECK_EQ_INT(launch(FWD "fffLi12ELb0ELb0EEEvPT0_PKT_iiiPKbib", 0, MB(1), MB(2), 0, 10, 4096, 4096,
                         &r, p, g, bl), TCF_DECODE_BAD_NAME);
     /* half in, float out (softmax(x, dtype=float)) */
@@ -197,10 +205,8 @@ static tcf_item_t sm(tcf_red_op_t o, tcf_dtype_t dt, uint32_t K, uint32_t M, uin
     tcf_item_t it = { .kind = TCF_ITEM_REDUCE };
     tcf_reduce_t *r = &it.red;
     r->op = o, r->in_dt = r->out_dt = dt, r->acc_dt = F;
-    while ((1u << r->l2e) < K)
-        r->l2e++;
     r->cfg.num_inputs = K, r->cfg.num_outputs = M;
-    r->cfg.block_width = r->l2e < 5 ? 1u << r->l2e : 32u, r->cfg.block_height = 128 / r->cfg.block_width;
+    r->cfg.block_width = tcf_softmax_lanes(tcf_softmax_l2e(K)), r->cfg.block_height = 128 / r->cfg.block_width;
     r->src = src, r->dst = dst, r->src2 = out, r->odims = 1, r->osize[0] = M;
     r->ostride[0][0] = r->ostride[0][1] = K * tcf_dtype_size(dt);
     return it;
