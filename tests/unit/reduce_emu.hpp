@@ -56,7 +56,10 @@ static void emu_barrier()                // back to the scheduler until the roun
 }
 static inline void __syncthreads() { emu_barrier(); }
 
-template <typename T> static inline T __shfl_down_sync(unsigned, T v, int off, int width)
+// A warp exchange: every thread of the block posts v, then each takes the value of lane
+// src_of(its lane) of its own warp (a barrier of the block around it), or keeps its own
+// when that is no lane (-1) or past the block.
+template <typename T, typename F> static inline T emu_shfl(T v, F src_of)
 {
     emu_block *b = emu_cur;
     unsigned t = b->cur, lane = t % 32, w = t / 32;
@@ -65,29 +68,28 @@ template <typename T> static inline T __shfl_down_sync(unsigned, T v, int off, i
     b->xchg[t] = bits;
     emu_barrier();
     T r = v;
-    unsigned src = lane + (unsigned)off;
-    if (src < (unsigned)width && w * 32 + src < b->n)   // else its own value
-        std::memcpy(&r, &b->xchg[w * 32 + src], sizeof r);
+    int src = src_of(lane);
+    if (src >= 0 && w * 32 + (unsigned)src < b->n)
+        std::memcpy(&r, &b->xchg[w * 32 + (unsigned)src], sizeof r);
     emu_barrier();
     return r;
 }
 
-// __shfl_xor_sync within segments of `width` lanes (a power of two up to 32), as the row
-// softmaxes' butterflies use it (codegen/gen_softmax.c)
+template <typename T> static inline T __shfl_down_sync(unsigned, T v, int off, int width)
+{
+    return emu_shfl(v, [=](unsigned lane) {
+        return lane + (unsigned)off < (unsigned)width ? (int)(lane + (unsigned)off) : -1;
+    });
+}
+
+// within segments of `width` lanes (a power of two up to 32), as the row softmaxes'
+// butterflies use it (codegen/gen_softmax.c)
 template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int mask, int width)
 {
-    emu_block *b = emu_cur;
-    unsigned t = b->cur, lane = t % 32, w = t / 32;
-    uint64_t bits = 0;
-    std::memcpy(&bits, &v, sizeof v);
-    b->xchg[t] = bits;
-    emu_barrier();
-    T r = v;
-    unsigned src = lane ^ (unsigned)mask;
-    if ((src & ~((unsigned)width - 1)) == (lane & ~((unsigned)width - 1)) && w * 32 + src < b->n)
-        std::memcpy(&r, &b->xchg[w * 32 + src], sizeof r);
-    emu_barrier();
-    return r;
+    return emu_shfl(v, [=](unsigned lane) {
+        unsigned src = lane ^ (unsigned)mask, seg = ~((unsigned)width - 1);
+        return (src & seg) == (lane & seg) ? (int)src : -1;
+    });
 }
 
 static void emu_entry()

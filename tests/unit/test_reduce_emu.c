@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "emu_run.h"
 #include "codegen/internal.h"
 #include "codegen/reduce.h"
 #include "recognize/decode_reduce.h"
@@ -178,45 +179,11 @@ TEST(generated_kernels_follow_the_model)
     if (!CHECK(fclose(kfile) == 0))
         return;
     printf("test_reduce_emu: %u cases over %u distinct kernels\n", ncases, nsrc);
-    /* compiled once per text: the sanitizer builds run this test again on the same file */
-    int same = 0;
-    FILE *old = fopen("build/reduce_emu/emu.cpp", "r");
-    if (old) {
-        char *prev = malloc(text_len + 2);
-        same = fread(prev, 1, text_len + 1, old) == text_len && !memcmp(prev, text, text_len) &&
-               access("build/reduce_emu/emu", X_OK) == 0;
-        free(prev);
-        fclose(old);
-    }
-    if (!same) {
-        FILE *f = fopen("build/reduce_emu/emu.cpp", "w");
-        int ok = f && fwrite(text, 1, text_len, f) == text_len;
-        if (!CHECK((f && fclose(f) == 0) && ok)) {
-            free(text);
-            return;
-        }
-        unlink("build/reduce_emu/emu");
-        int rc = system("c++ -std=c++17 -O1 -ffp-contract=off -U_FORTIFY_SOURCE -I. -w "
-                        "-o build/reduce_emu/emu build/reduce_emu/emu.cpp "
-                        ">build/reduce_emu/build.log 2>&1");
-        if (!check_report(rc == 0, __FILE__, __LINE__, "c++ build/reduce_emu/emu.cpp",
-                          "see build/reduce_emu/build.log")) {
-            free(text);
-            return;
-        }
-    }
+    unsigned passed, failed;
+    int rc = emu_build_run("reduce", text, text_len, &passed, &failed);
     free(text);
-    FILE *p = popen("build/reduce_emu/emu 2>&1", "r");
-    char line[512];
-    unsigned passed = 0, failed = 0, seen = 0;
-    while (p && fgets(line, sizeof line, p)) {
-        if (sscanf(line, "reduce_emu: %u passed, %u failed", &passed, &failed) == 2)
-            seen = 1;
-        else
-            fputs(line, stderr);
-    }
-    CHECK(p != NULL && pclose(p) == 0);
-    CHECK(seen);
+    if (rc)
+        return;
     CHECK_EQ_INT(passed, ncases);
     CHECK_EQ_INT(failed, 0);
     printf("test_reduce_emu: %u of %u cases equal to the model\n", passed, ncases);

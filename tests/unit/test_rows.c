@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "emu_run.h"
 #include "codegen/codegen.h"
 #include "codegen/internal.h"
 #include "fuser/fuser.h"
@@ -483,29 +484,11 @@ TEST(rmsnorm_kernel_on_the_cpu)
     free(rows);
     if (!CHECK(fclose(kf) == 0))
         return;
-    mkdir("build", 0755), mkdir("build/reduce_emu", 0755);
-    FILE *f = fopen("build/reduce_emu/rows.cpp", "w");
-    int ok = f && fwrite(text, 1, text_len, f) == text_len;
+    unsigned passed, failed;
+    int rc = emu_build_run("rows", text, text_len, &passed, &failed);
     free(text);
-    if (!CHECK((f && fclose(f) == 0) && ok))
+    if (rc)
         return;
-    int rc = system("c++ -std=c++17 -O1 -ffp-contract=off -U_FORTIFY_SOURCE -I. -w "
-                    "-o build/reduce_emu/rows build/reduce_emu/rows.cpp "
-                    ">build/reduce_emu/rows.log 2>&1");
-    if (!check_report(rc == 0, __FILE__, __LINE__, "c++ build/reduce_emu/rows.cpp",
-                      "see build/reduce_emu/rows.log"))
-        return;
-    FILE *p = popen("build/reduce_emu/rows 2>&1", "r");
-    char line[512];
-    unsigned passed = 0, failed = 0, seen = 0;
-    while (p && fgets(line, sizeof line, p)) {
-        if (sscanf(line, "rows_emu: %u passed, %u failed", &passed, &failed) == 2)
-            seen = 1;
-        else
-            fputs(line, stderr);
-    }
-    CHECK(p != NULL && pclose(p) == 0);
-    CHECK(seen);
     CHECK_EQ_INT(passed, ncase);
     CHECK_EQ_INT(failed, 0);
     printf("test_rows: the fused RMSNorm on the CPU: %u of %u shapes equal to the eager model\n",

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "emu_run.h"
 #include "codegen/codegen.h"
 #include "codegen/internal.h"
 #include "fuser/fuser.h"
@@ -423,29 +424,11 @@ TEST(softmax_kernels_on_the_cpu)
     free(rows);
     if (!CHECK(fclose(kf) == 0))
         return;
-    mkdir("build", 0755), mkdir("build/reduce_emu", 0755);
-    FILE *f = fopen("build/reduce_emu/softmax.cpp", "w");
-    int ok = f && fwrite(text, 1, text_len, f) == text_len;
+    unsigned passed, failed;
+    int rc = emu_build_run("softmax", text, text_len, &passed, &failed);
     free(text);
-    if (!CHECK((f && fclose(f) == 0) && ok))
+    if (rc)
         return;
-    int rc = system("c++ -std=c++17 -O1 -ffp-contract=off -U_FORTIFY_SOURCE -I. -w "
-                    "-o build/reduce_emu/softmax build/reduce_emu/softmax.cpp "
-                    ">build/reduce_emu/softmax.log 2>&1");
-    if (!check_report(rc == 0, __FILE__, __LINE__, "c++ build/reduce_emu/softmax.cpp",
-                      "see build/reduce_emu/softmax.log"))
-        return;
-    FILE *p = popen("build/reduce_emu/softmax 2>&1", "r");
-    char line[512];
-    unsigned passed = 0, failed = 0, seen = 0;
-    while (p && fgets(line, sizeof line, p)) {
-        if (sscanf(line, "softmax_emu: %u passed, %u failed", &passed, &failed) == 2)
-            seen = 1;
-        else
-            fputs(line, stderr);
-    }
-    CHECK(p != NULL && pclose(p) == 0);
-    CHECK(seen);
     CHECK_EQ_INT(passed, ncase);
     CHECK_EQ_INT(failed, 0);
     printf("test_softmax: the fused softmaxes on the CPU: %u of %u groups equal to the model\n",
