@@ -121,3 +121,27 @@ class Marks:
             with open(self.path, "w") as f:
                 json.dump({"t0": self.t0, "t1": time.monotonic_ns(), "iters": iters}, f)
                 f.write("\n")
+
+
+def compare_saved(a, b, label):
+    """Two result files that torch.save wrote (a dict of name -> tensor), every tensor's
+    bits compared: prints each that differs (how many elements, the first one's bits on
+    either side), then "<label>: P passed, F failed"; returns 1 if any differed, else 0.
+    Used by the fuse_* suite programs' --compare."""
+    import torch
+    A, B = torch.load(a), torch.load(b)
+    bad = 0
+    for k in A:
+        x, y = A[k], B.get(k)
+        iv = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
+        if y is None or x.shape != y.shape or x.dtype != y.dtype or \
+                not torch.equal(x.view(iv), y.view(iv)):
+            d = (x.view(iv) != y.view(iv)).reshape(-1).nonzero() if y is not None and x.shape == y.shape \
+                else torch.zeros(0)
+            i = int(d[0]) if len(d) else -1
+            print(f"DIFF {k}: {len(d)} elements differ; first at {i}: "
+                  f"{x.view(iv).reshape(-1)[i].item():#x} vs {y.view(iv).reshape(-1)[i].item():#x}"
+                  if i >= 0 else f"DIFF {k}: shape or dtype")
+            bad += 1
+    print(f"{label}: {len(A) - bad} passed, {bad} failed")
+    return 1 if bad else 0

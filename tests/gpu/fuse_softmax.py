@@ -17,6 +17,8 @@ import sys
 
 import torch
 
+import common
+
 LENGTHS = [1, 2, 3, 5, 16, 31, 32, 33, 64, 100, 127, 128, 129, 255, 256, 257, 511, 512, 700,
            1000, 1023, 1024, 1500, 2047, 2048]
 ROWS = [1, 3, 64, 300]
@@ -100,26 +102,7 @@ def main():
     print(f"fuse_softmax: {len(out)} results saved")
 
 
-def compare(a, b):
-    A, B = torch.load(a), torch.load(b)
-    bad = 0
-    for k in A:
-        x, y = A[k], B.get(k)
-        iv = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
-        if y is None or x.shape != y.shape or x.dtype != y.dtype or \
-                not torch.equal(x.view(iv), y.view(iv)):
-            d = (x.view(iv) != y.view(iv)).reshape(-1).nonzero() if y is not None and x.shape == y.shape \
-                else torch.zeros(0)
-            i = int(d[0]) if len(d) else -1
-            print(f"DIFF {k}: {len(d)} elements differ; first at {i}: "
-                  f"{x.view(iv).reshape(-1)[i].item():#x} vs {y.view(iv).reshape(-1)[i].item():#x}"
-                  if i >= 0 else f"DIFF {k}: shape or dtype")
-            bad += 1
-    print(f"fuse_softmax: {len(A) - bad} passed, {bad} failed")
-    return 1 if bad else 0
-
-
 if __name__ == "__main__":
     if sys.argv[1] == "--compare":
-        sys.exit(compare(sys.argv[2], sys.argv[3]))
+        sys.exit(common.compare_saved(sys.argv[2], sys.argv[3], "fuse_softmax"))
     main()
