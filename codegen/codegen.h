@@ -61,7 +61,10 @@ typedef struct {
      * The kernel is gen_reduce.c's for rs, in PyTorch's order, with the producers as its
      * prologue, the per-row ops in its epilogue and the elementwise consumers (and every
      * store of the producers) in its second pass over the row. Buffer strides, addresses
-     * and scalars are in tcf_rows_args_t. vec, ndim and bcast0 are 0. */
+     * and scalars are in tcf_rows_args_t. ndim is 0, vec 1 and bcast0 0, but for a norm
+     * (tcf_red_norm), whose kernel takes a row's elements four at a time: vec 4, and bit
+     * b of bcast0 set for a buffer accessed one element at a time (not contiguous along
+     * the row, or a pack of four not aligned to four elements), the others in packs. */
     uint8_t            red;
     uint32_t           rowops;
     tcf_reduce_shape_t rs;

@@ -72,6 +72,7 @@ void tcf_reduce_shape_of(const tcf_reduce_t *r, tcf_reduce_shape_t *s)
     s->vectorize = r->cfg.vectorize_input, s->split_y = r->split_y;
     s->odims = r->odims;
     s->l2e = tcf_red_softmax(r->op) ? (uint8_t)tcf_softmax_l2e(r->cfg.num_inputs) : 0;
+    s->affine = tcf_red_norm(r->op) ? (uint8_t)((r->gamma != 0) | (r->beta != 0) << 1) : 0;
 }
 
 void tcf_reduce_args_of(const tcf_reduce_t *r, tcf_reduce_args_t *a)
@@ -80,6 +81,8 @@ void tcf_reduce_args_of(const tcf_reduce_t *r, tcf_reduce_args_t *a)
     a->src = r->src, a->dst = r->dst;
     a->num_inputs = r->cfg.num_inputs, a->num_outputs = r->cfg.num_outputs;
     a->factor = r->factor;
+    if (tcf_red_norm(r->op))
+        a->buf[0] = r->mean, a->buf[1] = r->rstd;
     for (unsigned d = 0; d < r->odims && d < TCF_OP_MAX_DIMS; d++)
         a->osize[d] = r->osize[d], a->ostride[d][0] = r->ostride[d][0],
         a->ostride[d][1] = r->ostride[d][1];
@@ -92,6 +95,11 @@ void tcf_reduce_launch_dims(const tcf_reduce_shape_t *s, uint32_t num_outputs, u
         uint32_t per_block = tcf_softmax_rows_per_block(s->l2e);
         grid[0] = num_outputs / per_block + (num_outputs % per_block != 0), grid[1] = grid[2] = 1;
         block[0] = s->bw, block[1] = s->bh, block[2] = 1;
+        return;
+    }
+    if (tcf_red_norm(s->op)) {   /* vectorized_layer_norm_kernel's: a block a row */
+        grid[0] = num_outputs, grid[1] = grid[2] = 1;
+        block[0] = 32, block[1] = 4, block[2] = 1;
         return;
     }
     uint32_t rows = s->split_y ? 1 : s->bh;   /* step_output */
@@ -276,8 +284,9 @@ int tcf_reduce_source(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp
                       size_t cap)
 {
     tcf_codegen_sb_t b = { buf, cap, 0, 0 };
-    int softmax = s && tcf_red_softmax(s->op);
-    if (!buf || !cap || (softmax ? tcf_softmax_check(s, sp) : tcf_reduce_check(s)))
+    int softmax = s && tcf_red_softmax(s->op), norm = s && tcf_red_norm(s->op);
+    if (!buf || !cap || (softmax ? tcf_softmax_check(s, sp)
+                         : norm ? tcf_layernorm_check(s, sp) : tcf_reduce_check(s)))
         return -1;
     buf[0] = '\0';
     unsigned asz = tcf_dtype_size(s->acc_dt), ident = 0;
@@ -304,8 +313,8 @@ int tcf_reduce_source(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp
              tcf_codegen_ctype(s->in_dt), tcf_codegen_ctype(s->acc_dt), tcf_codegen_ctype(s->out_dt),
              s->bw, s->bh, s->split_y ? (unsigned)s->bw * s->bh : s->bw, s->split_y ? 1u : s->bh,
              s->vt0, s->ivs);
-    if (softmax) {
-        tcf_softmax_body(&b, s, sp);
+    if (softmax || norm) {
+        (softmax ? tcf_softmax_body : tcf_layernorm_body)(&b, s, sp);
         return b.bad || b.len > 0x7fffffff ? -1 : (int)b.len;
     }
     if (asz == 4)

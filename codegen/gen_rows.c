@@ -20,14 +20,16 @@
  * element's loads see the same bytes. A buffer broadcast along the row that the group
  * writes and also loads is refused by the planner (the epilogue's store would race the
  * row pass's loads). Buffers are addressed by their byte strides along the row and
- * across rows (tcf_rows_args_t), so any view works.
+ * across rows (tcf_rows_args_t), so any view works; in 32 bits, as the planner keeps every
+ * view of a row group within 2^32 bytes of its base (fuser/group.c, TCF_FUSER_OFF_MAX).
  *
- * A softmax in the reduction's place (reduce.h: tcf_red_softmax) is elementwise in the
- * group: its result is a full row. Its kernel (gen_softmax.c) takes the producers as its
- * prologues (one per input: the backward reads grad and the forward's output) and, as its
- * epilogue for each element, what the row pass does for one element: the producers'
- * stores, the softmax's value and store, the consumers. The element is the one the
- * thread loaded, after the row's shuffles: every load of the row precedes every store. */
+ * A softmax or a norm in the reduction's place (reduce.h: tcf_red_fullrow) is elementwise
+ * in the group: its result is a full row. Its kernel (gen_softmax.c, gen_layernorm.c)
+ * takes the producers as its prologues (one per input: the softmax backward reads grad
+ * and the forward's output, a norm x, gamma and beta) and, as its epilogue for each
+ * element, what the row pass does for one element: the producers' stores, the op's value
+ * and store, the consumers. The element is one the thread loaded, after the row's
+ * shuffles or barriers: every load of the row for its statistics precedes every store. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,28 +55,41 @@ static int tcf_rows_isrow(const tcf_group_t *g, unsigned k)
     return k < 32 && (g->rowops >> k & 1);
 }
 
-/* Per row: the reduction itself (not a softmax: its value is an element's) and the ops
+/* Per row: the reduction itself (not a softmax or a norm: its value is an element's) and the ops
  * rowops marks. */
 static int tcf_rows_rowval(const tcf_group_t *g, const tcf_rows_io_t *io, unsigned k)
 {
-    return (k == io->R && !tcf_red_softmax(g->rs.op)) || tcf_rows_isrow(g, k);
+    return (k == io->R && !tcf_red_fullrow(g->rs.op)) || tcf_rows_isrow(g, k);
+}
+
+/* The reduction's inputs: the softmax backward's grad and output, a norm's x and its
+ * affine vectors, else the one reduced. */
+static unsigned tcf_rows_nin(const tcf_reduce_shape_t *rs)
+{
+    if (tcf_red_softmax_bwd(rs->op))
+        return 2;
+    if (tcf_red_norm(rs->op))
+        return 1u + (rs->affine & 1) + (rs->affine >> 1 & 1);
+    return 1;
 }
 
 /* 0 when g is a row group we generate (codegen.h's contract), with io filled. */
 static int tcf_rows_check(const tcf_group_t *g, tcf_rows_io_t *io)
 {
     if (!g->red || g->red > g->nops || g->nops > TCF_GROUP_MAX_OPS || !g->nbufs ||
-        g->nbufs > TCF_GROUP_MAX_BUFS || g->nscalars > TCF_GROUP_MAX_SCALARS || g->vec > 1 ||
-        g->ndim || g->bcast0)
+        g->nbufs > TCF_GROUP_MAX_BUFS || g->nscalars > TCF_GROUP_MAX_SCALARS || g->ndim ||
+        (tcf_red_norm(g->rs.op) ? g->vec != 4 : g->vec > 1 || g->bcast0))
         return -1;
     io->R = g->red - 1u;
     const tcf_gop_t *ro = &g->ops[io->R];
-    int sm = tcf_red_softmax(g->rs.op);
-    unsigned nin = sm && tcf_red_softmax_bwd(g->rs.op) ? 2 : 1;
-    if (ro->kind != TCF_OP_NONE || ro->nin != nin || ro->nscalar || ro->in_dt[0] != g->rs.in_dt ||
-        (nin == 2 && ro->in_dt[1] != g->rs.in_dt) || ro->out_dt != g->rs.out_dt ||
+    int sm = tcf_red_fullrow(g->rs.op);
+    unsigned nin = tcf_rows_nin(&g->rs);
+    if (ro->kind != TCF_OP_NONE || ro->nin != nin || ro->nscalar || ro->out_dt != g->rs.out_dt ||
         (g->rowops & ((2u << io->R) - 1u)) || (sm && g->rowops))
         return -1;
+    for (unsigned i = 0; i < nin; i++)
+        if (ro->in_dt[i] != g->rs.in_dt)
+            return -1;
     if (g->nops < 32 && (g->rowops >> g->nops))
         return -1;
     for (unsigned b = 0; b < g->nbufs; b++) {
@@ -178,11 +193,76 @@ static void tcf_rows_chain(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_
         if (op->out_buf != TCF_NO_STORE && io->writer[op->out_buf] == (int)k &&
             (pass == TCF_PASS_EPI) == row && pass != TCF_PASS_PRO)
             tcf_codegen_put(b, "%sTCF_ST(%s, %u) = t%u;\n", ind, tcf_codegen_ctype(op->out_dt),
-                         op->out_buf, k);
+                            op->out_buf, k);
     next:
         if (op->out_buf != TCF_NO_STORE)
             wsofar[op->out_buf] = (int)k;
     }
+}
+
+/* A norm group (g->vec 4): buffer b moves in packs of four elements unless bit b of
+ * bcast0 is set (its elements are not contiguous along the row, or not aligned). */
+static int tcf_rows_packed(const tcf_group_t *g, unsigned b)
+{
+    return g->vec == 4 && !(g->bcast0 >> b & 1);
+}
+
+/* A norm's element accesses: TCF_LD and TCF_ST of buffer b as element e of its pack (L<b>
+ * loaded, S<b> stored by the function's end) or alone at element j. */
+static void tcf_rows_quad_macros(tcf_codegen_sb_t *h, const tcf_group_t *g)
+{
+    tcf_codegen_put(h, "#define TCF_LD(T, b) TCF_L##b(T)\n#define TCF_ST(T, b) TCF_S##b(T)\n");
+    for (unsigned b = 0; b < g->nbufs; b++) {
+        if (tcf_rows_packed(g, b))
+            tcf_codegen_put(h, "#define TCF_L%u(T) (L%u.v[e])\n#define TCF_S%u(T) S%u.v[e]\n", b, b, b, b);
+        else
+            tcf_codegen_put(h, "#define TCF_L%u(T) (*(const T *)TCF_AT(%u, j))\n"
+                               "#define TCF_S%u(T) (*(T *)TCF_AT(%u, j))\n", b, b, b, b);
+    }
+}
+
+/* The body of one of a norm's four-element functions (reduce.h): the packs it loads (every
+ * packed buffer the group loads: the compiler drops those a chain never reads) and, for
+ * the epilogue, the packs it stores; the chain for each element e of the four, j = j0 + e;
+ * the stores. */
+static void tcf_rows_quad(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_rows_io_t *io,
+                          int pass, unsigned which, const char *z)
+{
+    int stored[TCF_GROUP_MAX_BUFS] = { 0 };
+    tcf_codegen_put(b, "%s", z);
+    for (unsigned k = 0; pass == TCF_PASS_ROW && k < g->nops; k++) {
+        const tcf_gop_t *op = &g->ops[k];
+        if (op->out_buf != TCF_NO_STORE && io->writer[op->out_buf] == (int)k)
+            stored[op->out_buf] = 1;
+    }
+    for (unsigned u = 0; u < g->nbufs; u++) {
+        const char *t = tcf_codegen_ctype(g->buf_dt[u]);
+        unsigned al = 4 * tcf_dtype_size(g->buf_dt[u]);
+        if (!tcf_rows_packed(g, u))
+            continue;
+        if (io->loaded[u])
+            tcf_codegen_put(b, "  const tcf_pack<%s, 4, %u> L%u = *(const tcf_pack<%s, 4, %u> *)TCF_AT(%u, j0);\n",
+                            t, al, u, t, al, u);
+        if (stored[u])
+            tcf_codegen_put(b, "  tcf_pack<%s, 4, %u> S%u;\n", t, al, u);
+    }
+    tcf_codegen_put(b, "#pragma unroll\n  for (unsigned e = 0; e < 4u; e++) {\n"
+                       "    const unsigned j = j0 + e;\n");
+    if (pass == TCF_PASS_PRO) {
+        tcf_codegen_put(b, "    out[e] = [&]() -> tcf_in {\n");
+        tcf_rows_chain(b, g, io, TCF_PASS_PRO, which, "      ");
+        tcf_codegen_put(b, "    }();\n  }\n");
+        return;
+    }
+    tcf_codegen_put(b, "    const tcf_out v = vin[e];\n");
+    tcf_rows_chain(b, g, io, TCF_PASS_ROW, 0, "    ");
+    tcf_codegen_put(b, "  }\n");
+    for (unsigned u = 0; u < g->nbufs; u++)
+        if (stored[u] && tcf_rows_packed(g, u)) {
+            const char *t = tcf_codegen_ctype(g->buf_dt[u]);
+            unsigned al = 4 * tcf_dtype_size(g->buf_dt[u]);
+            tcf_codegen_put(b, "  *(tcf_pack<%s, 4, %u> *)TCF_AT(%u, j0) = S%u;\n", t, al, u, u);
+        }
 }
 
 int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
@@ -191,7 +271,7 @@ int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
     enum { HCAP = 65536, PCAP = 16384 };
     if (!g || !buf || !cap || tcf_rows_check(g, &io))
         return -1;
-    char *mem = tcf_malloc(HCAP + 3 * PCAP);   /* the splices' text, before the kernel's */
+    char *mem = tcf_malloc(HCAP + 4 * PCAP);   /* the splices' text, before the kernel's */
     if (!mem)
         return -1;
     char *helpers = mem, *pro = mem + HCAP, *epi = pro + PCAP, *rowp = epi + PCAP;
@@ -199,10 +279,13 @@ int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
                   e = { epi, PCAP, 0, 0 }, r = { rowp, PCAP, 0, 0 };
     tcf_codegen_put(&h, "/* row group: %u ops, the reduction op %u */\n"
                      "static_assert(sizeof(tcf_rargs) == 544, \"tcf_rows_args_t layout\");\n"
-                     "#define TCF_AT(b, j) (a.xbuf[b] + (unsigned long long)(j) * a.xst[b][0] + "
-                     "(unsigned long long)r.row * a.xst[b][1])\n"
-                     "#define TCF_LD(T, b) (*(const T *)TCF_AT(b, j))\n"
-                     "#define TCF_ST(T, b) (*(T *)TCF_AT(b, j))\n", g->nops, io.R);
+                     "#define TCF_AT(b, j) (a.xbuf[b] + (unsigned)((unsigned)(j) * a.xst[b][0] + "
+                     "r.row * a.xst[b][1]))\n", g->nops, io.R);
+    if (tcf_red_norm(g->rs.op))
+        tcf_rows_quad_macros(&h, g);
+    else
+        tcf_codegen_put(&h, "#define TCF_LD(T, b) (*(const T *)TCF_AT(b, j))\n"
+                            "#define TCF_ST(T, b) (*(T *)TCF_AT(b, j))\n");
     for (unsigned k = 0; k < g->nops && !h.bad; k++) {
         if (k == io.R)
             continue;
@@ -214,23 +297,33 @@ int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
     }
     /* z: a zero no compiler can prove (an address is below 2^63), for tcf_fbar */
     const char *z = "  const unsigned z = (unsigned)(a.src >> 63);\n";
-    if (tcf_red_softmax(g->rs.op)) {
-        /* gen_softmax.c's splices: a prologue per input, the row pass of one element */
-        char *pro2 = rowp;   /* no row pass in a softmax: its buffer holds the second prologue */
-        tcf_codegen_sb_t p2 = { pro2, PCAP, 0, 0 };
-        int bwd = tcf_red_softmax_bwd(g->rs.op);
-        tcf_codegen_put(&p, "%s", z);
-        tcf_rows_chain(&p, g, &io, TCF_PASS_PRO, 0, "  ");
-        if (bwd) {
-            tcf_codegen_put(&p2, "%s", z);
-            tcf_rows_chain(&p2, g, &io, TCF_PASS_PRO, 1, "  ");
+    if (tcf_red_fullrow(g->rs.op)) {
+        /* gen_softmax.c's and gen_layernorm.c's splices: a prologue per input, the row pass
+         * of one element (a norm's: of four). No row pass here: its buffer holds the
+         * other prologues. */
+        unsigned nin = tcf_rows_nin(&g->rs);
+        char *pro2 = rowp, *pro3 = rowp + PCAP;
+        tcf_codegen_sb_t p2 = { pro2, PCAP, 0, 0 }, p3 = { pro3, PCAP, 0, 0 };
+        tcf_codegen_sb_t *ps[3] = { &p, &p2, &p3 };
+        for (unsigned i = 0; i < nin; i++) {
+            if (tcf_red_norm(g->rs.op)) {
+                tcf_rows_quad(ps[i], g, &io, TCF_PASS_PRO, i, z);
+            } else {
+                tcf_codegen_put(ps[i], "%s", z);
+                tcf_rows_chain(ps[i], g, &io, TCF_PASS_PRO, i, "  ");
+            }
         }
-        tcf_codegen_put(&e, "%s", z);
-        tcf_rows_chain(&e, g, &io, TCF_PASS_ROW, 0, "  ");
+        if (tcf_red_norm(g->rs.op)) {
+            tcf_rows_quad(&e, g, &io, TCF_PASS_ROW, 0, z);
+        } else {
+            tcf_codegen_put(&e, "%s", z);
+            tcf_rows_chain(&e, g, &io, TCF_PASS_ROW, 0, "  ");
+        }
         int len = -1;
-        if (!h.bad && !p.bad && !e.bad && !p2.bad) {
+        if (!h.bad && !p.bad && !e.bad && !p2.bad && !p3.bad) {
             tcf_reduce_splice_t sp = { .prologue = pro, .epilogue = epi, .helpers = helpers,
-                                       .args_ext = TCF_ROWS_EXT, .prologue2 = bwd ? pro2 : NULL };
+                                       .args_ext = TCF_ROWS_EXT, .prologue2 = nin > 1 ? pro2 : NULL,
+                                       .prologue3 = nin > 2 ? pro3 : NULL };
             len = tcf_reduce_source(&g->rs, &sp, buf, cap);
         }
         free(mem);

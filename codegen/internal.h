@@ -27,6 +27,9 @@ int tcf_codegen_moves(tcf_op_kind_t k);
  * header (the argument struct, the row, the types and block constants) */
 int tcf_softmax_check(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp);
 void tcf_softmax_body(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp);
+/* gen_layernorm.c: the same for a norm (LayerNorm, RMSNorm) */
+int tcf_layernorm_check(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp);
+void tcf_layernorm_body(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp);
 /* gen_rows.c: the source of a group with a row reduction (g->red) */
 int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap);
 

@@ -33,7 +33,7 @@
  *   NORM2  NormTwoOps        reduce: fmaf(x, x, acc) (nvcc contracted acc + x*x), combine
  *                            a + b, project: sqrt when `root` (vector_norm), else none */
 #define TCF_RED_OPS(X) X(NONE) X(SUM) X(MEAN) X(AMAX) X(AMIN) X(NORM2) \
-    X(SOFTMAX) X(LOGSOFTMAX) X(SOFTMAX_BWD) X(LOGSOFTMAX_BWD)
+    X(SOFTMAX) X(LOGSOFTMAX) X(SOFTMAX_BWD) X(LOGSOFTMAX_BWD) X(LAYERNORM) X(RMSNORM)
 typedef enum {
 #define TCF_RED_ENUM_(id) TCF_RED_##id,
     TCF_RED_OPS(TCF_RED_ENUM_)
@@ -76,6 +76,27 @@ static inline int tcf_red_softmax_bwd(tcf_red_op_t op)
     return op == TCF_RED_SOFTMAX_BWD || op == TCF_RED_LOGSOFTMAX_BWD;
 }
 
+/* PyTorch 2.11's LayerNorm and RMSNorm forward (gen_layernorm.c; the facts:
+ * docs/PYTORCH-LAYERNORM.md): vectorized_layer_norm_kernel<T, float, rms>, one block of
+ * (32, 4) threads a row, rows of N elements with N % 4 == 0. Welford statistics (RMS: the
+ * sum of squares) in the kernel's order, rstd = rsqrtf(var + eps), then every element
+ * gamma * (rstd * (x - mean)) + beta (as many of gamma and beta as the launch has), and
+ * the row's mean and rstd stored as float. Like a softmax its result is a full row:
+ * elementwise over [K, M] in a group, with inputs x, gamma and beta (each present one;
+ * gamma and beta broadcast over the rows), src the input, dst the output; and two outputs
+ * of one value a row besides (mean, rstd), which no group op may touch. cfg.num_inputs is
+ * N, num_outputs the rows, factor eps's bits. */
+static inline int tcf_red_norm(tcf_red_op_t op)
+{
+    return op == TCF_RED_LAYERNORM || op == TCF_RED_RMSNORM;
+}
+
+/* A result that is a full row (softmax, norms), not one value a row. */
+static inline int tcf_red_fullrow(tcf_red_op_t op)
+{
+    return tcf_red_softmax(op) || tcf_red_norm(op);
+}
+
 /* ReduceConfig (Reduce.cuh), the fields that fix the order; docs/PYTORCH-REDUCE.md §2.2. */
 typedef struct {
     uint32_t num_inputs, num_outputs;   /* K: elements reduced into one output; M: outputs */
@@ -107,6 +128,8 @@ typedef struct {
     tcf_reduce_cfg_t cfg;
     uint64_t     src, dst;        /* input base (row 0), output base */
     uint64_t     src2;            /* softmax backward: the forward's output (else 0) */
+    uint64_t     gamma, beta;     /* norms: the affine vectors of N elements, each may be 0 */
+    uint64_t     mean, rstd;      /* norms: the per-row float outputs (RMS: mean is 0) */
     uint8_t      odims;
     uint32_t     osize[TCF_OP_MAX_DIMS];
     uint32_t     ostride[TCF_OP_MAX_DIMS][2];   /* bytes: output, input */
@@ -122,6 +145,7 @@ typedef struct {
     uint8_t      vectorize, split_y;
     uint8_t      odims;           /* 0..TCF_OP_MAX_DIMS */
     uint8_t      l2e;             /* softmax: 0..11 (bw = min(2^l2e, 32), bh = 128 / bw) */
+    uint8_t      affine;          /* norms: 1 gamma, 2 beta (the two present: 3) */
 } tcf_reduce_shape_t;
 
 #define TCF_REDUCE_MAX_BUFS 8
@@ -135,11 +159,11 @@ typedef struct {
                                    * spliced; its alignment always fixes the vector head */
     uint64_t dst;                 /* where the default epilogue stores */
     uint32_t num_inputs, num_outputs;
-    uint32_t factor;              /* MEAN: float bits */
+    uint32_t factor;              /* MEAN: float bits; norms: eps's bits */
     uint32_t osize[TCF_OP_MAX_DIMS];
     uint32_t ostride[TCF_OP_MAX_DIMS][2];
     uint32_t pad_;
-    uint64_t buf[TCF_REDUCE_MAX_BUFS];
+    uint64_t buf[TCF_REDUCE_MAX_BUFS];   /* norms: [0] mean, [1] rstd */
     uint32_t s[TCF_REDUCE_MAX_SCALARS];
 } tcf_reduce_args_t;
 
@@ -176,8 +200,19 @@ typedef struct {
  *   epilogue   void tcf_epi(const tcf_rargs &a, const tcf_row &r, unsigned j, tcf_out v)
  *              run for every element j of every row, by the thread that loaded it, with
  *              the element's result (stored: eager's dst; consumers). */
+/* A norm (tcf_red_norm) takes them too, and a prologue per present affine vector, each
+ * for the four elements of one of its vectors at once (j0 = 4 i: the kernel's vector i), so
+ * that the loads of a thread's four elements come before their stores and can move in
+ * packs (the compiler cannot tell a store from a later load's address):
+ *   prologue   void tcf_pro4(const tcf_rargs &a, const tcf_row &r, unsigned j0, tcf_in *out)
+ *              elements j0..j0+3 of row r of its input x (run twice: statistics, output)
+ *   prologue2  the same for gamma (broadcast: its stride across rows is 0), affine & 1
+ *   prologue3  the same for beta, affine & 2
+ *   epilogue   void tcf_epi4(const tcf_rargs &a, const tcf_row &r, unsigned j0,
+ *              const tcf_out *vin): the four results, what the group computes from them,
+ *              and the stores. */
 typedef struct {
-    const char *prologue, *epilogue, *row_pass, *helpers, *args_ext, *prologue2;
+    const char *prologue, *epilogue, *row_pass, *helpers, *args_ext, *prologue2, *prologue3;
 } tcf_reduce_splice_t;
 
 /* The shape a decoded launch's kernel needs, and its argument for that launch. */

@@ -259,6 +259,7 @@ typedef struct {
     atomic_ullong groups_nd;               /* of groups_fused, those over an N-d space */
     atomic_ullong groups_rows;             /* of groups_fused, those with a row reduction */
     atomic_ullong groups_softmax;          /* of groups_rows, those whose reduction is a softmax */
+    atomic_ullong groups_norm;             /* and those with a LayerNorm or RMSNorm */
     atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from
                                             * a known start; chains of two or more decoded
                                             * launches planned though not held */

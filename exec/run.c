@@ -190,6 +190,8 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
                         atomic_fetch_add(&tcf_xctr.groups_rows, 1);
                     if (G->g.red && tcf_red_softmax(G->g.rs.op))
                         atomic_fetch_add(&tcf_xctr.groups_softmax, 1);
+                    if (G->g.red && tcf_red_norm(G->g.rs.op))
+                        atomic_fetch_add(&tcf_xctr.groups_norm, 1);
                     atomic_fetch_add(&tcf_xctr.launches_removed, G->nitems - 1u);
                     atomic_fetch_add(&tcf_xctr.stores_dropped, G->stores_dropped);
                     atomic_fetch_add(&tcf_xctr.bytes_avoided, G->bytes_avoided);

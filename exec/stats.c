@@ -167,14 +167,15 @@ void tcf_exec_stats_print(void)
     /* bench/run-all reads "fused N groups; M launches removed": keep that prefix */
     tcf_out("  fused         %llu groups; %llu launches removed, %llu stores dropped, "
             "%llu MiB of traffic avoided; %llu groups over N-d spaces, %llu with a row "
-            "reduction (%llu of them a softmax)",
+            "reduction (%llu of them a softmax, %llu a norm)",
             (unsigned long long)atomic_load(&tcf_xctr.groups_fused),
             (unsigned long long)atomic_load(&tcf_xctr.launches_removed),
             (unsigned long long)atomic_load(&tcf_xctr.stores_dropped),
             (unsigned long long)(atomic_load(&tcf_xctr.bytes_avoided) >> 20),
             (unsigned long long)atomic_load(&tcf_xctr.groups_nd),
             (unsigned long long)atomic_load(&tcf_xctr.groups_rows),
-            (unsigned long long)atomic_load(&tcf_xctr.groups_softmax));
+            (unsigned long long)atomic_load(&tcf_xctr.groups_softmax),
+            (unsigned long long)atomic_load(&tcf_xctr.groups_norm));
     tcf_out("  kernels       %u generated: %lu compiled, %lu from the disk cache, %lu verified; "
             "%lu decoded kernels checked alone, %lu disabled",
             tcf_fkern_made(), atomic_load(&tcf_fkc.compiled), atomic_load(&tcf_fkc.disk_hits),

@@ -12,7 +12,7 @@
 #include "exec/internal.h"
 
 #define TCF_VERIFY_N 70001u   /* odd, not a multiple of any vector width: tails run too */
-#define TCF_MAX_ADDR (3 * TCF_GROUP_MAX_OPS + 1)
+#define TCF_MAX_ADDR (3 * TCF_GROUP_MAX_OPS + 3)   /* + a norm's mean and rstd */
 
 static uint64_t tcf_rand(uint64_t *s)
 {
@@ -102,10 +102,10 @@ static uint64_t tcf_operand_bytes(const tcf_op_t *op, unsigned o, uint32_t opn,
 static int tcf_vproblem(const tcf_fjob_t *job, uint64_t target, tcf_vproblem_t *p, char *why,
                         size_t cap)
 {
-    if (job->g.red && tcf_red_softmax(job->g.rs.op)) {
-        /* A softmax group runs on its first rows: a softmax launch is made for any row
-         * count by its row count and grid (tcf_decode_softmax_resize), and attention's
-         * scores would need gigabytes whole. */
+    if (job->g.red && tcf_red_fullrow(job->g.rs.op)) {
+        /* A softmax or norm group runs on its first rows: their launches are made for any
+         * row count (tcf_decode_fullrow_resize), and attention's scores would need
+         * gigabytes whole. */
         memset(&p->sp, 0, sizeof p->sp);
         p->sp.nd = 2, p->sp.size[0] = job->args.size[0], p->sp.size[1] = job->args.size[1];
         p->n = tcf_fuser_verify_sizes(&p->sp, target, 1, p->size);
@@ -211,6 +211,17 @@ static int tcf_verify_rows_args(const tcf_fjob_t *job, const tcf_fused_args_t *a
         return -1;
     ra->r.src = setB + rbase[src] + off[src];
     ra->r.dst = setB + rbase[dst] + off[dst];
+    /* a norm's mean and rstd (tcf_reduce_args_of put the application's there) */
+    for (unsigned q = 0; q < 2; q++) {
+        uint64_t v = ra->r.buf[q];
+        int at = -1;
+        for (uint32_t i = 0; i < na && v; i++)
+            if (addr[i].addr == v)
+                at = (int)i;
+        if (v && at < 0)
+            return -1;
+        ra->r.buf[q] = v ? setB + rbase[at] + off[at] : 0;
+    }
     for (unsigned b = 0; b < job->g.nbufs; b++)
         ra->buf[b] = args->buf[b], ra->st[b][0] = job->args.stride[b][0],
         ra->st[b][1] = job->args.stride[b][1];
@@ -235,6 +246,49 @@ static void tcf_scratch_free(CUdeviceptr p, CUstream s, int async)
         tcf_drv.mem_free_async(p, s);
     else
         tcf_drv.mem_free(p);
+}
+
+/* Compares len bytes of one region in the two sets (a at the originals', b at the
+ * generated kernel's), whose operand of `bytes` bytes and dtype dt starts at off; host has
+ * room for two chunks. 0 equal, 1 differs (why names buffer `label`'s element), -1 could
+ * not read. */
+static int tcf_verify_cmp(CUdeviceptr a, CUdeviceptr b, uint64_t len, uint32_t off,
+                          uint64_t bytes, tcf_dtype_t dt, uint8_t *host, CUstream s,
+                          unsigned label, char *why, size_t cap)
+{
+    size_t es = tcf_dtype_size(dt);
+    for (uint64_t c0 = 0; c0 < len; c0 += TCF_VERIFY_CHUNK) {
+        size_t m = len - c0 < TCF_VERIFY_CHUNK ? (size_t)(len - c0) : TCF_VERIFY_CHUNK;
+        uint8_t *ha = host, *hb = host + TCF_VERIFY_CHUNK;
+        if (tcf_drv.memcpy_dtoh_async(ha, a + c0, m, s) || tcf_drv.memcpy_dtoh_async(hb, b + c0, m, s) ||
+            tcf_drv.stream_synchronize(s)) {
+            snprintf(why, cap, "could not read scratch memory back");
+            return -1;
+        }
+        if (!memcmp(ha, hb, m))
+            continue;
+        size_t k = 0;
+        while (k < m && ha[k] == hb[k])
+            k++;
+        uint64_t at = c0 + k;
+        /* the element of the buffer's memory (its extent, in elements) that differs */
+        long long e = at < off ? -1 : (long long)((at - off) / es);
+        uint64_t first = e < 0 ? at : off + (uint64_t)e * es;
+        uint32_t x = 0, y = 0;
+        size_t w = first >= c0 && first - c0 + es <= m ? es : 1;
+        if (w == 1)
+            first = at;
+        memcpy(&x, ha + (first - c0), w);
+        memcpy(&y, hb + (first - c0), w);
+        if (e < 0 || (uint64_t)(e + 1) * es > bytes)
+            snprintf(why, cap, "buffer %u: a byte outside its %llu bytes differs (offset "
+                     "%llu)", label, (unsigned long long)bytes, (unsigned long long)at);
+        else
+            snprintf(why, cap, "buffer %u element %lld of its memory: eager 0x%x, generated "
+                     "0x%x (%s)", label, e, x, y, tcf_decode_dtype_name(dt));
+        return 1;
+    }
+    return 0;
 }
 
 /* One run of the check on problem p, operand i at byte offset off[i] (< 256) into its own
@@ -288,8 +342,8 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
                 goto done;
         }
     }
-    /* a row group runs whole, but for a softmax's (tcf_vproblem) */
-    int whole = job->g.red && !tcf_red_softmax(job->g.rs.op);
+    /* a row group runs whole, but for a softmax's or a norm's (tcf_vproblem) */
+    int whole = job->g.red && !tcf_red_fullrow(job->g.rs.op);
     for (uint32_t j = 0; j < job->norig; j++) {
         static _Thread_local tcf_orig_t o;   /* 1.4 KiB: off the worker's stack */
         o = job->orig[j];
@@ -300,7 +354,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
          * one (the last divider's shift and a stride of 4: 0x4_0000_0000, an address of
          * cudaMallocAsync's pools, on the training step's sums). */
         uint32_t from = tcf_words_from(&o.op);
-        if (o.is_red && !tcf_red_softmax(o.red.op)) {
+        if (o.is_red && !tcf_red_fullrow(o.red.op)) {
             const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
             from = rk->span == o.pbytes && rk->src_off + 48 <= o.pbytes ? rk->src_off : 0;
         } else if (o.is_red) {
@@ -320,8 +374,8 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         /* A ReduceOp is one parameter with padding inside it (PYTORCH-REDUCE.md §2.1: an
          * empty functor's byte and the padding to ident, the 3 bytes after the config's
          * vectorize_input, the 2 after final_output), never read: zeroed the same way. A
-         * softmax's parameters are plain ones (their padding is zeroed above). */
-        int sm = o.is_red && tcf_red_softmax(o.red.op);
+         * softmax's and a norm's parameters are plain ones (their padding is zeroed above). */
+        int sm = o.is_red && tcf_red_fullrow(o.red.op);
         if (o.is_red && !sm) {
             const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
             if (rk->span == o.pbytes && rk->ident_off < 16 && rk->cfg_off + 60 <= o.pbytes) {
@@ -377,9 +431,10 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
                 goto done;
             }
         } else if (sm) {
-            if (tcf_decode_softmax_resize(&tcf_kernel_get(o.f)->drk, o.params, o.pbytes,
+            if (tcf_decode_fullrow_resize(&tcf_kernel_get(o.f)->drk, o.params, o.pbytes,
                                           p->size[1], o.grid)) {
-                snprintf(why, cap, "cannot size a softmax for %u rows", p->size[1]);
+                snprintf(why, cap, "cannot size a %s for %u rows", tcf_reduce_op_name(o.red.op),
+                         p->size[1]);
                 goto done;
             }
         } else if (!whole && tcf_decode_resize(o.params, o.pbytes, &o.op, p->opn[j], p->opsize[j])) {
@@ -506,40 +561,19 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
             continue;
         uint32_t i = bi[b];
         uint64_t len = cmp[i] < off[i] + addr[i].bytes ? cmp[i] : rlen[i];
-        size_t es = tcf_dtype_size(job->g.buf_dt[b]);
-        for (uint64_t c0 = 0; c0 < len && rc == 0; c0 += TCF_VERIFY_CHUNK) {
-            size_t m = len - c0 < TCF_VERIFY_CHUNK ? (size_t)(len - c0) : TCF_VERIFY_CHUNK;
-            uint8_t *ha = host, *hb = host + TCF_VERIFY_CHUNK;
-            if (tcf_drv.memcpy_dtoh_async(ha, base + rbase[i] + c0, m, s) ||
-                tcf_drv.memcpy_dtoh_async(hb, setB + rbase[i] + c0, m, s) ||
-                tcf_drv.stream_synchronize(s)) {
-                rc = -1;
-                snprintf(why, cap, "could not read scratch memory back");
-                break;
-            }
-            if (!memcmp(ha, hb, m))
-                continue;
-            size_t k = 0;
-            while (k < m && ha[k] == hb[k])
-                k++;
-            uint64_t at = c0 + k;
-            /* the element of the buffer's memory (its extent, in elements) that differs */
-            long long e = at < off[i] ? -1 : (long long)((at - off[i]) / es);
-            uint64_t first = e < 0 ? at : off[i] + (uint64_t)e * es;
-            uint32_t x = 0, y = 0;
-            size_t w = first >= c0 && first - c0 + es <= m ? es : 1;
-            if (w == 1)
-                first = at;
-            memcpy(&x, ha + (first - c0), w);
-            memcpy(&y, hb + (first - c0), w);
-            if (e < 0 || (uint64_t)(e + 1) * es > addr[i].bytes)
-                snprintf(why, cap, "buffer %u: a byte outside its %llu bytes differs (offset "
-                         "%llu)", b, (unsigned long long)addr[i].bytes, (unsigned long long)at);
-            else
-                snprintf(why, cap, "buffer %u element %lld of its memory: eager 0x%x, generated "
-                         "0x%x (%s)", b, e, x, y, tcf_decode_dtype_name(job->g.buf_dt[b]));
-            rc = 1;
-        }
+        rc = tcf_verify_cmp(base + rbase[i], setB + rbase[i], len, off[i], addr[i].bytes,
+                            job->g.buf_dt[b], host, s, b, why, cap);
+    }
+    /* a norm's mean and rstd: outside the group's buffers, compared whole (region and
+     * all), numbered after them */
+    for (uint32_t j = 0; j < job->norig && rc == 0; j++) {
+        const tcf_reduce_t *r = &job->orig[j].red;
+        for (unsigned q = 0; job->orig[j].is_red && tcf_red_norm(r->op) && q < 2 && rc == 0; q++)
+            for (uint32_t i = 0; i < na && rc == 0; i++)
+                if (addr[i].addr == (q ? r->rstd : r->mean))
+                    rc = tcf_verify_cmp(base + rbase[i], setB + rbase[i], rlen[i], off[i],
+                                        addr[i].bytes, TCF_DT_F32, host, s, job->g.nbufs + q,
+                                        why, cap);
     }
 done:
     tcf_drv.stream_synchronize(s);
@@ -560,6 +594,12 @@ static int tcf_verify_addrs(const tcf_fjob_t *job, const tcf_vproblem_t *p, tcf_
             if (tcf_addr_index(addr, na, o ? op->in[o - 1] : op->out,
                                o ? op->in_dt[o - 1] : op->out_dt,
                                tcf_operand_bytes(op, o, p->opn[j], p->opsize[j])) < 0)
+                return -1;
+        /* a norm's per-row outputs, a float for each of the problem's rows */
+        const tcf_reduce_t *r = &job->orig[j].red;
+        for (unsigned q = 0; job->orig[j].is_red && tcf_red_norm(r->op) && q < 2; q++)
+            if ((q ? r->rstd : r->mean) &&
+                tcf_addr_index(addr, na, q ? r->rstd : r->mean, TCF_DT_F32, 4ull * p->size[1]) < 0)
                 return -1;
     }
     return 0;

@@ -64,6 +64,12 @@
  *   every stride 0 along the row (+ eps, rsqrt on the [rows, 1] mean). A per-row write
  *   into a buffer the group loads is an overlap (its store precedes the second pass).
  *   The kernel is codegen/gen_rows.c's; vec 1, ndim 0, the strides in args.stride[][0..1].
+ * - A softmax or a norm in the reduction's place (reduce.h: tcf_red_fullrow) has a full
+ *   row as its result: it joins as an op elementwise over [K, M] (softmax: its input, and
+ *   the backward's output; norm: x, and gamma and beta as views broadcast over the rows),
+ *   and no per-row op follows it. A norm also stores a mean and an rstd a row, outside
+ *   the group's buffers: they may overlap none of them (overlap), and nothing joins
+ *   after a norm (reduce-shape), so no later op or op stepped over can depend on them.
  * - A cat (op.h's CAT, recognize/decode_cat.c) joins over its output's space like any
  *   N-d op: its output is a view like any, each input a view over the whole space whose
  *   base is shifted back along the cat dim, read only over its range. Overlap tests use
@@ -177,7 +183,8 @@ int tcf_fuser_single(const tcf_op_t *op, tcf_fgroup_t *g);
 
 /* The op a row reduction joins a group as: kind NONE, one input, over [K, M] (K the row
  * length, M the rows): input strides (element size, row stride), output (0, output
- * stride). 0, or -1 when it cannot join any group (reduce-shape). */
+ * stride); a softmax's or a norm's output (element size, row stride), and their other
+ * inputs (above). 0, or -1 when it cannot join any group (reduce-shape). */
 int tcf_fuser_reduce_op(const tcf_reduce_t *r, tcf_op_t *op);
 
 /* A row group's kernel argument (g.red > 0, codegen.h): the reduction's own (from its item

@@ -83,12 +83,13 @@ int tcf_fuser_op_ok(const tcf_op_t *op)
 int tcf_fuser_reduce_op(const tcf_reduce_t *r, tcf_op_t *op)
 {
     uint32_t K = r->cfg.num_inputs, M = r->cfg.num_outputs;
-    int sm = tcf_red_softmax(r->op);
+    int sm = tcf_red_fullrow(r->op);
     if (r->op <= TCF_RED_NONE || r->op >= TCF_RED_NOPS || r->odims != 1 || K < 2 || M < 2 ||
         r->osize[0] != M || (uint64_t)K * M > UINT32_MAX)
         return -1;
     memset(op, 0, sizeof *op);
-    op->kind = TCF_OP_NONE, op->rule = sm ? "softmax" : "reduce", op->loop = TCF_LOOP_STRIDED;
+    op->kind = TCF_OP_NONE, op->loop = TCF_LOOP_STRIDED;
+    op->rule = tcf_red_softmax(r->op) ? "softmax" : tcf_red_norm(r->op) ? "norm" : "reduce";
     op->vec = 1, op->nin = 1, op->n = K * M;
     op->out_dt = op->res_dt = r->out_dt, op->in_dt[0] = op->compute_dt = r->in_dt;
     op->out = r->dst, op->in[0] = r->src;
@@ -100,6 +101,15 @@ int tcf_fuser_reduce_op(const tcf_reduce_t *r, tcf_op_t *op)
         if (tcf_red_softmax_bwd(r->op)) {
             op->nin = 2, op->in[1] = r->src2, op->in_dt[1] = r->in_dt;
             op->it.stride[2][0] = op->it.stride[1][0], op->it.stride[2][1] = op->it.stride[1][1];
+        }
+        /* a norm's gamma and beta: N elements, broadcast over the rows */
+        for (unsigned i = 0; i < 2 && tcf_red_norm(r->op); i++) {
+            uint64_t v = i ? r->beta : r->gamma;
+            if (!v)
+                continue;
+            op->in[op->nin] = v, op->in_dt[op->nin] = r->in_dt;
+            op->it.stride[op->nin + 1][0] = tcf_dtype_size(r->in_dt);
+            op->nin++;
         }
     }
     return views_ok(op) ? 0 : -1;
@@ -147,6 +157,11 @@ static int as_op(const tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t i
             return TCF_FUSER_ROWS;
         return tcf_fuser_reduce_op(&it->red, op) ? TCF_FUSER_ROWS : -1;
     }
+    /* A norm ends its group: its per-row mean and rstd are stored outside the group's
+     * buffers, which later ops (and the ops stepped over before them, which run first)
+     * would have to be checked against. What follows a norm in real models is a GEMM. */
+    if (b->nops && b->red && tcf_red_norm(items[b->item[b->red - 1]].red.op))
+        return TCF_FUSER_ROWS;
     *op = it->op;
     if (op->kind == TCF_OP_CAT && b->nops && b->red)
         return TCF_FUSER_ROWS;   /* gen_rows.c has no cat */
@@ -158,7 +173,7 @@ static int as_op(const tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t i
     }
     /* per-row ops follow a reduction, never a softmax: its result is a full row */
     if (b->nops && b->red && op->n != b->n && op->n == b->M &&
-        !tcf_red_softmax(items[b->item[b->red - 1]].red.op)) {
+        !tcf_red_fullrow(items[b->item[b->red - 1]].red.op)) {
         tcf_space_t sp;
         uint32_t st[4][TCF_OP_MAX_DIMS];
         if (tcf_space_of(op, &sp, st) || sp.nd != 1)
@@ -268,6 +283,24 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
     }
     /* Buffers the kernel will take as arguments: all live ones (their stores may be
      * kept), and dead ones it loads. A dead buffer it only wrote costs nothing. */
+    /* A norm's mean and rstd: stored by the kernel at its end, one thread a row, while
+     * other rows' threads may still load the group's buffers. They must overlap none. */
+    if (isred && tcf_red_norm(items[idx].red.op)) {
+        const tcf_reduce_t *rn = &items[idx].red;
+        uint64_t rows = 4ull * op->it.size[1];
+        for (unsigned q = 0; q < 2; q++) {
+            uint64_t p = q ? rn->rstd : rn->mean, e = p + rows;
+            if (!p)
+                continue;
+            if (e < p)
+                return TCF_FUSER_OVERLAP;
+            for (unsigned r = 0; r < nraw; r++)
+                if (overlaps(p, e, &b->raw[r]))
+                    return TCF_FUSER_OVERLAP;
+        }
+        if (rn->mean && rn->rstd && rn->mean < rn->rstd + rows && rn->rstd < rn->mean + rows)
+            return TCF_FUSER_OVERLAP;
+    }
     for (unsigned r = 0; r < nraw; r++)
         slots += !b->raw[r].dead || b->raw[r].loaded;
     if (slots > TCF_GROUP_MAX_BUFS)
@@ -468,6 +501,17 @@ int tcf_fuser_build_finish(const tcf_fuser_build_t *b, const tcf_item_t *items, 
         tcf_reduce_shape_of(&items[b->item[b->red - 1]].red, &g->rs);
         g->red = b->red, g->rowops = b->rowops, g->vec = 1;
         fg->args.size[0] = b->K, fg->args.size[1] = b->M;
+        /* a norm's kernel takes a row's elements four at a time (its vectors): in packs
+         * for each buffer contiguous along the row with every pack aligned, the others
+         * (bcast0) one element at a time */
+        if (tcf_red_norm(g->rs.op)) {
+            g->vec = 4;
+            for (unsigned s = 0; s < g->nbufs; s++) {
+                uint64_t es = tcf_dtype_size(g->buf_dt[s]), al = 4 * es;
+                if (fg->args.stride[s][0] != es || fg->args.buf[s] % al || fg->args.stride[s][1] % al)
+                    g->bcast0 |= (uint16_t)(1u << s);
+            }
+        }
         return 0;
     }
     if (!b->strided) {

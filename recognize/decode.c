@@ -149,10 +149,12 @@ static tcf_decode_status_t tcf_decode_name(const char *name, tcf_decode_name_t *
         tcf_decode_status_t st = tcf_decode_strided_name(name, end, nm);
         return st != TCF_DECODE_OK ? st : tcf_decode_closure(nm);
     } else {
-        /* reduce_kernel, and the row softmaxes of SoftMax.cu: decode_reduce.h's */
+        /* reduce_kernel, the row softmaxes of SoftMax.cu and the vectorized LayerNorm
+         * and RMSNorm of layer_norm_kernel.cu: decode_reduce.h's */
         return strstr(name, "13reduce_kernelI") ||
                (strstr(name, "_SoftMax_cu_") && (strstr(name, "20softmax_warp_forwardI") ||
-                                                 strstr(name, "21softmax_warp_backwardI")))
+                                                 strstr(name, "21softmax_warp_backwardI"))) ||
+               (strstr(name, "_layer_norm_kernel_cu_") && strstr(name, "28vectorized_layer_norm_kernelI"))
                    ? TCF_DECODE_REDUCTION : TCF_DECODE_NOT_ELEMENTWISE;
     }
     nm->fe = tcf_decode_rfind(nm->fb, end, TCF_ARRAY);

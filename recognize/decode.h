@@ -34,6 +34,8 @@
     X(REDUCE_SPLIT,      "reduce-split")      /* one part of a > 2^31-element reduction */ \
     X(REDUCE_CONFIG,     "reduce-config")     /* a ReduceConfig not setReduceConfig's */   \
     X(SOFTMAX_MASKED,    "softmax-masked")    /* a masked softmax (is_masked)         */   \
+    X(NORM_FORM,         "norm-form")         /* a LayerNorm with beta but no gamma, or an \
+                                               * RMSNorm with beta or a mean pointer */   \
     X(BAD_NAME,          "unparsed-name")     /* an elementwise loop we cannot parse */   \
     X(UNKNOWN_FUNCTOR,   "unknown-functor")   /* loop parsed, no rule for the functor */  \
     X(UNSUPPORTED_DTYPE, "unsupported-dtype") /* double, integers, complex, ...     */   \

@@ -185,6 +185,48 @@ static tcf_decode_status_t tcf_decode_softmax_kernel(const tcf_decode_launch_t *
     return TCF_DECODE_OK;
 }
 
+/* ---- LayerNorm and RMSNorm (layer_norm_kernel.cu) ------------------------------------ */
+
+/* vectorized_layer_norm_kernel<T, T_ACC = float, rms_norm>(int N, T_ACC eps, const T *X,
+ * const T *gamma, const T *beta, T_ACC *mean, T_ACC *rstd, T *Y), in an anonymous
+ * namespace of layer_norm_kernel.cu (docs/PYTORCH-LAYERNORM.md §1). The name's tail
+ * repeats T and T_ACC by substitution, numbered after T's own. */
+static const uint32_t tcf_ln_off[8] = { 0, 4, 8, 16, 24, 32, 40, 48 },
+                      tcf_ln_size[8] = { 4, 4, 8, 8, 8, 8, 8, 8 };
+
+static tcf_decode_status_t tcf_decode_norm_kernel(const tcf_decode_launch_t *l, const char *at,
+                                                  tcf_decode_reduce_kernel_t *rk)
+{
+    tcf_rname_t n = { at, l->name + strlen(l->name), strstr(l->name, "4HalfE") != NULL,
+                      strstr(l->name, "8BFloat16E") != NULL };
+    tcf_dtype_t acc = TCF_DT_NONE;
+    int t, rms;
+    if ((t = tcf_rn_type(&n, &rk->in_dt)) != 1 || (t = tcf_rn_type(&n, &acc)) != 1) {
+        memset(rk, 0, sizeof *rk);
+        return t == 0 ? TCF_DECODE_UNSUPPORTED_DTYPE : TCF_DECODE_BAD_NAME;
+    }
+    const char *tail = rk->in_dt == TCF_DT_F32 ? "EEEviT0_PKT_S6_S6_PS3_S7_PS4_"
+                                              : "EEEviT0_PKT_S8_S8_PS5_S9_PS6_";
+    if (acc != TCF_DT_F32 || !tcf_rn_eat(&n, "Lb") || (rms = tcf_rn_num(&n)) < 0 || rms > 1 ||
+        !tcf_rn_eat(&n, tail) || n.p != n.end) {
+        memset(rk, 0, sizeof *rk);
+        return TCF_DECODE_BAD_NAME;
+    }
+    rk->op = rms ? TCF_RED_RMSNORM : TCF_RED_LAYERNORM;
+    rk->out_dt = rk->in_dt, rk->acc_dt = TCF_DT_F32;
+    rk->span = 56;
+    if (l->nparams != 8) {
+        memset(rk, 0, sizeof *rk);
+        return TCF_DECODE_BAD_LAYOUT;
+    }
+    for (uint32_t i = 0; i < 8; i++)
+        if (l->off[i] != tcf_ln_off[i] || l->size[i] != tcf_ln_size[i]) {
+            memset(rk, 0, sizeof *rk);
+            return TCF_DECODE_BAD_LAYOUT;
+        }
+    return TCF_DECODE_OK;
+}
+
 
 tcf_decode_status_t tcf_decode_reduce_kernel(const tcf_decode_launch_t *l,
                                              tcf_decode_reduce_kernel_t *rk)
@@ -202,6 +244,11 @@ tcf_decode_status_t tcf_decode_reduce_kernel(const tcf_decode_launch_t *l,
             return tcf_decode_softmax_kernel(l, f + strlen("20softmax_warp_forwardI"), 0, rk);
         if (b)
             return tcf_decode_softmax_kernel(l, b + strlen("21softmax_warp_backwardI"), 1, rk);
+    }
+    if (strstr(l->name, "_layer_norm_kernel_cu_")) {
+        const char *v = strstr(l->name, "28vectorized_layer_norm_kernelI");
+        if (v)
+            return tcf_decode_norm_kernel(l, v + strlen("28vectorized_layer_norm_kernelI"), rk);
     }
     if (!tcf_rn_eat(&n, TCF_RED_PREFIX))
         return TCF_DECODE_NOT_ELEMENTWISE;
@@ -397,12 +444,53 @@ static tcf_decode_status_t tcf_decode_softmax_apply(const tcf_decode_reduce_kern
     return TCF_DECODE_OK;
 }
 
-int tcf_decode_softmax_resize(const tcf_decode_reduce_kernel_t *rk, uint8_t *params,
+/* One LayerNorm or RMSNorm launch: the vectorized path's launch (grid M, block (32, 4),
+ * 24 bytes of shared memory, fixed by the host code: not checked here) over M rows of N
+ * contiguous elements, N % 4 == 0 and every vector 4-aligned (the rule that chose this
+ * kernel, §1). Forms the source reproduces: gamma and beta, gamma alone, neither; RMS
+ * with gamma or without, never beta or a mean. */
+static tcf_decode_status_t tcf_decode_norm_apply(const tcf_decode_reduce_kernel_t *rk,
+                                                 const uint8_t *p, const uint32_t grid[3],
+                                                 const uint32_t block[3], tcf_reduce_t *r)
+{
+    int32_t N = (int32_t)tcf_rd32(p);
+    uint64_t x = tcf_rd(p + 8, 8), ga = tcf_rd(p + 16, 8), be = tcf_rd(p + 24, 8),
+             mean = tcf_rd(p + 32, 8), rstd = tcf_rd(p + 40, 8), y = tcf_rd(p + 48, 8);
+    unsigned es = tcf_dtype_size(rk->in_dt), al = 4 * es;
+    uint32_t M = grid[0];
+    if (N <= 0 || N % 4 || N > (1 << 24) || !M || (uint64_t)M * (uint64_t)N > 0x7fffffffu)
+        return tcf_rd_fail(r, TCF_DECODE_BAD_VALUE);
+    if (grid[1] != 1 || grid[2] != 1 || block[0] != 32 || block[1] != 4 || block[2] != 1)
+        return tcf_rd_fail(r, TCF_DECODE_BAD_LAUNCH);
+    if (!x || !y || !rstd || x % al || y % al || ga % al || be % al || rstd % 4 || mean % 4)
+        return tcf_rd_fail(r, TCF_DECODE_BAD_VALUE);
+    if (rk->op == TCF_RED_RMSNORM ? be || mean : (be && !ga) || !mean)
+        return tcf_rd_fail(r, TCF_DECODE_NORM_FORM);
+    r->op = rk->op;
+    r->in_dt = r->out_dt = rk->in_dt, r->acc_dt = TCF_DT_F32;
+    tcf_reduce_cfg_t *c = &r->cfg;
+    c->num_inputs = (uint32_t)N, c->num_outputs = M;
+    c->step_input = 1, c->step_output = 1, c->ctas_per_output = 1;
+    c->block_width = 32, c->block_height = 4, c->element_size = 4, c->smem = 24;
+    memcpy(c->grid, grid, sizeof c->grid);
+    r->odims = 1, r->osize[0] = M;
+    r->ostride[0][0] = r->ostride[0][1] = (uint32_t)N * es;
+    r->vt0 = 1, r->ivs = 1;
+    r->src = x, r->dst = y, r->gamma = ga, r->beta = be, r->mean = mean, r->rstd = rstd;
+    r->factor = tcf_rd32(p + 4);
+    return TCF_DECODE_OK;
+}
+
+int tcf_decode_fullrow_resize(const tcf_decode_reduce_kernel_t *rk, uint8_t *params,
                               uint32_t params_len, uint32_t rows, uint32_t grid[3])
 {
-    if (!rk || !params || !grid || !tcf_red_softmax(rk->op) || params_len < rk->span || !rows ||
+    if (!rk || !params || !grid || !tcf_red_fullrow(rk->op) || params_len < rk->span || !rows ||
         rows > 0x7fffffffu)
         return -1;
+    if (tcf_red_norm(rk->op)) {   /* a block a row; N, the pointers and eps stay */
+        grid[0] = rows, grid[1] = grid[2] = 1;
+        return 0;
+    }
     uint32_t at = tcf_red_softmax_bwd(rk->op) ? 24 : 16, rpb = tcf_softmax_rows_per_block(rk->l2e);
     for (unsigned i = 0; i < 4; i++)
         params[at + i] = (uint8_t)(rows >> (8 * i));
@@ -424,6 +512,8 @@ tcf_decode_status_t tcf_decode_reduce_apply(const tcf_decode_reduce_kernel_t *rk
         return TCF_DECODE_TRUNCATED;
     if (tcf_red_softmax(rk->op))
         return tcf_decode_softmax_apply(rk, p, grid, block, r);
+    if (tcf_red_norm(rk->op))
+        return tcf_decode_norm_apply(rk, p, grid, block, r);
     const uint8_t *cf = p + rk->cfg_off, *ic = p + rk->icalc_off, *oc = p + rk->ocalc_off,
                   *tl = p + rk->src_off;
     unsigned asz = tcf_dtype_size(rk->acc_dt), esz = tcf_dtype_size(rk->in_dt);
@@ -535,12 +625,22 @@ void tcf_decode_reduce_describe(const tcf_reduce_t *r, char *buf, size_t len)
                 c->num_inputs, c->num_outputs, c->block_width, c->block_height, c->grid[0]);
     if (tcf_red_softmax(r->op))
         TCF_APPEND_(" l2e %u", tcf_softmax_l2e(c->num_inputs));
+    else if (tcf_red_norm(r->op))
+        TCF_APPEND_("%s%s", r->gamma ? " gamma" : "", r->beta ? " beta" : "");
     else if (c->vectorize_input)
         TCF_APPEND_(" vec%u shift %u", r->ivs, r->shift);
     else
         TCF_APPEND_(" vt0 %u", r->vt0);
-    if (!tcf_red_softmax(r->op))
+    if (!tcf_red_fullrow(r->op))
         TCF_APPEND_(" %s", r->split_y ? "warps-share-row" : "row-per-warp-row");
+    if (tcf_red_norm(r->op)) {
+        float f;
+        memcpy(&f, &r->factor, sizeof f);
+        TCF_APPEND_(" eps %.9g", (double)f);
+        if (r->mean)
+            TCF_APPEND_(" mean 0x%llx", (unsigned long long)r->mean);
+        TCF_APPEND_(" rstd 0x%llx", (unsigned long long)r->rstd);
+    }
     if (r->op == TCF_RED_MEAN) {
         float f;
         memcpy(&f, &r->factor, sizeof f);

@@ -1,6 +1,8 @@
 /* Decoding of PyTorch 2.11's reduce_kernel launches into row reductions (codegen/reduce.h),
  * and of its row softmaxes (softmax_warp_forward/backward of SoftMax.cu, rows of at most
- * 2048 elements: reduce.h's tcf_red_softmax) into the same description.
+ * 2048 elements: reduce.h's tcf_red_softmax) and its vectorized LayerNorm and RMSNorm
+ * (vectorized_layer_norm_kernel of layer_norm_kernel.cu: tcf_red_norm) into the same
+ * description.
  *
  * Pure, like decode.h (whose launch struct and statuses it shares): no driver calls, no
  * allocation, no global state; tests/unit/test_decode_reduce.c runs it on every
@@ -27,7 +29,8 @@ typedef struct {
     uint32_t     ops_size;     /* bytes of ops_t at offset 0 (1: an empty functor) */
     uint32_t     ident_off, cfg_off, icalc_off, ocalc_off, src_off;
     uint32_t     span;         /* the parameter's size: 1048 (arg_t 4 bytes), 1040 (2);
-                                * a softmax: the bytes its parameters span (45, 48) */
+                                * a softmax: the bytes its parameters span (45, 48);
+                                * a norm: 56 */
     uint8_t      l2e;          /* a softmax: log2_elements */
 } tcf_decode_reduce_kernel_t;
 
@@ -44,10 +47,10 @@ tcf_decode_status_t tcf_decode_reduce_apply(const tcf_decode_reduce_kernel_t *rk
                                             const uint32_t grid[3], const uint32_t block[3],
                                             tcf_reduce_t *r);
 
-/* A softmax launch's parameter bytes (and grid) made for `rows` of its rows, the first
- * ones: what verification runs the original on. 0, or -1 when rk is no softmax or the
- * bytes are short. */
-int tcf_decode_softmax_resize(const tcf_decode_reduce_kernel_t *rk, uint8_t *params,
+/* A softmax's or a norm's launch (reduce.h: tcf_red_fullrow) made for `rows` of its rows,
+ * the first ones, in its parameter bytes (a softmax's row count) and grid: what
+ * verification runs the original on. 0, or -1 when rk is neither or the bytes are short. */
+int tcf_decode_fullrow_resize(const tcf_decode_reduce_kernel_t *rk, uint8_t *params,
                               uint32_t params_len, uint32_t rows, uint32_t grid[3]);
 
 /* Both halves. */

@@ -1,5 +1,5 @@
-/* The CPU emulations' last step, shared by test_reduce_emu.c, test_rows.c and
- * test_softmax.c: each writes one C++ file (reduce_emu.hpp's CUDA on the host, its
+/* The CPU emulations' last step, shared by test_reduce_emu.c, test_rows.c,
+ * test_softmax.c and test_layernorm.c: each writes one C++ file (reduce_emu.hpp's CUDA on the host, its
  * generated kernels, a table of cases and a driver that prints
  * "<stem>_emu: P passed, F failed"); this builds and runs it. One test binary includes it
  * once (static functions). */
@@ -17,7 +17,7 @@
 static int emu_newer_than_headers(const char *bin)
 {
     static const char *const hdr[] = { "tests/unit/reduce_emu.hpp", "tests/unit/rows_emu.hpp",
-                                       "tests/unit/softmax_emu.hpp" };
+                                       "tests/unit/softmax_emu.hpp", "tests/unit/layernorm_emu.hpp" };
     struct stat b, h;
     if (stat(bin, &b) != 0)
         return 0;

@@ -140,6 +140,12 @@ static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __frcp_rn(float a) { return 1.0f / a; }
+// the GPU's is an approximation (MUFU.RSQ): the model calls this one too, so what is
+// compared is the order around it
+static inline float rsqrtf(float a) { return 1.0f / std::sqrt(a); }
 
 // the prelude's names (codegen/gen_math.c), with the conversions' device semantics:
 // exact widening, round-to-nearest-even narrowing, a NaN narrowed is 0x7FFF

@@ -265,7 +265,7 @@ TEST(refusals_name_the_reason)
     static const struct { const char *needle; tcf_decode_status_t st; } w[] = {
         { "13reduce_kernelI", TCF_DECODE_REDUCTION },          /* sum, row sum */
         { "softmax_warp_forward", TCF_DECODE_REDUCTION },      /* decode_reduce.h: a row softmax */
-        { "vectorized_layer_norm_kernel", TCF_DECODE_NOT_ELEMENTWISE },
+        { "vectorized_layer_norm_kernel", TCF_DECODE_REDUCTION },   /* test_layernorm.c's */
         { "sm80_xmma_gemm", TCF_DECODE_NOT_ELEMENTWISE },      /* cuBLAS, cuLaunchKernelEx */
         { "nvjet_sm90", TCF_DECODE_NOT_ELEMENTWISE },
         { "distribution_elementwise_grid_stride_kernel", TCF_DECODE_NOT_ELEMENTWISE }, /* randn */

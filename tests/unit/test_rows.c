@@ -439,8 +439,7 @@ TEST(rmsnorm_kernel_on_the_cpu)
     FILE *kf = open_memstream(&text, &text_len), *tf = open_memstream(&rows, &rows_len);
     if (!CHECK(kf && tf))
         return;
-    fprintf(kf, "#include \"tests/unit/reduce_emu.hpp\"\n"
-                "static inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }\n");
+    fprintf(kf, "#include \"tests/unit/reduce_emu.hpp\"\n");
     char *src = malloc(SRC_CAP);
     unsigned ncase = 0;
     for (size_t i = 0; i < sizeof emu_shapes / sizeof emu_shapes[0]; i++) {

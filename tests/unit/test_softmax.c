@@ -153,11 +153,11 @@ TEST(hand_made_bytes)
                               { bl[0], bl[1], 1 } };
     tcf_decode_reduce_kernel_t rk;
     CHECK_EQ_INT(tcf_decode_reduce_kernel(&d, &rk), TCF_DECODE_OK);
-    CHECK_EQ_INT(tcf_decode_softmax_resize(&rk, p, 48, 5, g), 0);
+    CHECK_EQ_INT(tcf_decode_fullrow_resize(&rk, p, 48, 5, g), 0);
     CHECK(g[0] == 1 && p[24] == 5 && p[25] == 0);
     CHECK_EQ_INT(tcf_decode_reduce_apply(&rk, p, 48, g, bl, &r), TCF_DECODE_OK);
     CHECK(r.cfg.num_outputs == 5);
-    CHECK_EQ_INT(tcf_decode_softmax_resize(&rk, p, 40, 5, g), -1);
+    CHECK_EQ_INT(tcf_decode_fullrow_resize(&rk, p, 40, 5, g), -1);
     /* refusals, each by its reason */
     CHECK_EQ_INT(launch(FWD "fffLi10ELb0ELb1EEEvPT0_PKT_iiiPKbib", 0, MB(1), MB(2), 0, 300, 1000, 1000,
                         &r, p, g, bl), TCF_DECODE_SOFTMAX_MASKED);
