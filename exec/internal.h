@@ -260,6 +260,8 @@ typedef struct {
     atomic_ullong groups_rows;             /* of groups_fused, those with a row reduction */
     atomic_ullong groups_softmax;          /* of groups_rows, those whose reduction is a softmax */
     atomic_ullong groups_norm;             /* and those with a LayerNorm or RMSNorm */
+    atomic_ullong disk_load_ns;            /* the application's threads loading kernels
+                                            * from the disk cache (verdicts, cubin, module) */
     atomic_ullong passed, holds, learned;  /* decoded but issued at once; windows held from
                                             * a known start; chains of two or more decoded
                                             * launches planned though not held */

@@ -177,10 +177,11 @@ void tcf_exec_stats_print(void)
             (unsigned long long)atomic_load(&tcf_xctr.groups_softmax),
             (unsigned long long)atomic_load(&tcf_xctr.groups_norm));
     tcf_out("  kernels       %u generated: %lu compiled, %lu from the disk cache, %lu verified; "
-            "%lu decoded kernels checked alone, %lu disabled",
+            "%lu decoded kernels checked alone, %lu disabled; %.1f ms looking in the disk cache "
+            "on the application's threads",
             tcf_fkern_made(), atomic_load(&tcf_fkc.compiled), atomic_load(&tcf_fkc.disk_hits),
             atomic_load(&tcf_fkc.verified), atomic_load(&tcf_fkc.kernels_checked),
-            atomic_load(&tcf_fkc.kernel_mismatch));
+            atomic_load(&tcf_fkc.kernel_mismatch), atomic_load(&tcf_xctr.disk_load_ns) / 1e6);
     char line[512];
     size_t len = 0;
     line[0] = '\0';

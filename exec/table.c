@@ -239,7 +239,11 @@ CUfunction tcf_fkern_get(const tcf_fgroup_t *G, const tcf_window_t *w, const uin
     }
     /* Seen before, by an earlier process: no compile, no verification, usable now. */
     int arch = learn ? 0 : tcf_arch_of(ctx);
-    if (arch && tcf_from_disk(e, e->job, arch)) {
+    uint64_t t0 = arch ? tcf_now_ns() : 0;
+    int got = arch && tcf_from_disk(e, e->job, arch);
+    if (arch)
+        atomic_fetch_add(&tcf_xctr.disk_load_ns, tcf_now_ns() - t0);
+    if (got) {
         tcf_free(e->job);
         e->job = NULL;
         CUfunction fn = e->fn;  /* ready, e may be evicted by another thread at once */
