@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "codegen/codegen.h"
+#include "codegen/internal.h"   /* tcf_codegen_prelude */
+#include "fuser/fuser.h"
 
 /* Whether bin was built after every emulation header changed (the text includes them). */
 static int emu_newer_than_headers(const char *bin)
@@ -75,5 +78,53 @@ static int emu_build_run(const char *stem, const char *text, size_t len, unsigne
     CHECK(p != NULL && rc == 0);
     CHECK(seen);
     return p && seen ? 0 : -1;
+}
+/* The row kernels' argument, as the emulations' C++ declares it (codegen.h's
+ * tcf_rows_args_t over reduce_emu.hpp's tcf_rargs_host). */
+#define EMU_ROWS_ARGS                                                                     \
+    "struct rows_args { tcf_rargs_host r; unsigned long long buf[16]; unsigned s[16], "   \
+    "st[16][2]; };\nstatic_assert(sizeof(rows_args) == 544, \"tcf_rows_args_t\");\n"
+
+/* Writes a generated row kernel's source into kf as namespace k<n>: without the NVRTC
+ * prelude (reduce_emu.hpp defines its names), the kernel renamed, and run(args) calling it.
+ * 0, or -1 (reported) when src is no such source. */
+static inline int emu_put_kernel(FILE *kf, const char *src, unsigned n)
+{
+    const char *pre = tcf_codegen_prelude(), *pp = strstr(src, pre);
+    const char *k = strstr(src, TCF_REDUCE_KERNEL "(const tcf_rargs a)");
+    if (!CHECK(pp != NULL && k != NULL))
+        return -1;
+    fprintf(kf, "namespace k%u {\n%.*s%.*s%s_%u%s", n, (int)(pp - src), src,
+            (int)(k - (pp + strlen(pre))), pp + strlen(pre), TCF_REDUCE_KERNEL, n,
+            k + strlen(TCF_REDUCE_KERNEL));
+    fprintf(kf, "void run(const void *p) { %s_%u(*(const tcf_rargs *)p); }\n}\n", TCF_REDUCE_KERNEL, n);
+    return 0;
+}
+
+/* A case's buffers for its table row: " { role, ... }, { { along, across }, ... }", each
+ * role the buffer's address in the plan less base, shifted right (the test's numbering
+ * of its buffers), then its strides as ra binds them. */
+static inline void emu_put_bufs(FILE *tf, const tcf_fgroup_t *g, const tcf_rows_args_t *ra, uint64_t base,
+                         unsigned shift)
+{
+    fprintf(tf, " {");
+    for (unsigned b = 0; b < g->g.nbufs; b++)
+        fprintf(tf, " %u,", (unsigned)((g->args.buf[b] - base) >> shift));
+    fprintf(tf, " }, {");
+    for (unsigned b = 0; b < g->g.nbufs; b++)
+        fprintf(tf, " { %u, %u },", ra->st[b][0], ra->st[b][1]);
+    fprintf(tf, " }");
+}
+
+/* Builds and runs the emulation's text (emu_build_run) and checks that all ncase cases
+ * passed. 0 when they did. */
+static inline int emu_check_run(const char *stem, const char *text, size_t len, unsigned ncase)
+{
+    unsigned passed, failed;
+    if (emu_build_run(stem, text, len, &passed, &failed))
+        return -1;
+    CHECK_EQ_INT(passed, ncase);
+    CHECK_EQ_INT(failed, 0);
+    return passed == ncase && !failed ? 0 : -1;
 }
 #endif

@@ -155,11 +155,4 @@ static int ln_run(const lcase &c, unsigned idx)
     return bad == 0;
 }
 
-int main()
-{
-    unsigned passed = 0, failed = 0, n = sizeof lcases / sizeof lcases[0];
-    for (unsigned i = 0; i < n; i++)
-        ln_run(lcases[i], i) ? passed++ : failed++;
-    std::printf("layernorm_emu: %u passed, %u failed\n", passed, failed);
-    return failed != 0;
-}
+int main() { return emu_cases_main("layernorm", lcases, sizeof lcases / sizeof lcases[0], ln_run); }

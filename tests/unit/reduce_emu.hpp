@@ -418,11 +418,20 @@ static int emu_run(const emu_case &c)
 }
 
 // The C++ file's main calls this with its table of cases.
-static int emu_main(const emu_case *cases, size_t n)
+// Every case of a table through run(case, its index), and the line emu_run.h's
+// emu_build_run reads: "<stem>_emu: P passed, F failed". The exit status says whether all
+// passed.
+template <typename C, typename R>
+static int emu_cases_main(const char *stem, const C *cases, size_t n, R run)
 {
     unsigned passed = 0, failed = 0;
     for (size_t i = 0; i < n; i++)
-        emu_run(cases[i]) ? passed++ : failed++;
-    std::printf("reduce_emu: %u passed, %u failed\n", passed, failed);
+        run(cases[i], (unsigned)i) ? passed++ : failed++;
+    std::printf("%s_emu: %u passed, %u failed\n", stem, passed, failed);
     return failed != 0;
+}
+
+static int emu_main(const emu_case *cases, size_t n)
+{
+    return emu_cases_main("reduce", cases, n, [](const emu_case &c, unsigned) { return emu_run(c); });
 }

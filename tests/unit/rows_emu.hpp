@@ -106,11 +106,4 @@ static int rows_run(const rcase &c, unsigned idx)
     return bad == 0;
 }
 
-int main()
-{
-    unsigned passed = 0, failed = 0, n = sizeof rcases / sizeof rcases[0];
-    for (unsigned i = 0; i < n; i++)
-        rows_run(rcases[i], i) ? passed++ : failed++;
-    std::printf("rows_emu: %u passed, %u failed\n", passed, failed);
-    return failed != 0;
-}
+int main() { return emu_cases_main("rows", rcases, sizeof rcases / sizeof rcases[0], rows_run); }

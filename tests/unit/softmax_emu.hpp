@@ -146,11 +146,4 @@ static int sm_run(const scase &c, unsigned idx)
     return bad == 0;
 }
 
-int main()
-{
-    unsigned passed = 0, failed = 0, n = sizeof scases / sizeof scases[0];
-    for (unsigned i = 0; i < n; i++)
-        sm_run(scases[i], i) ? passed++ : failed++;
-    std::printf("softmax_emu: %u passed, %u failed\n", passed, failed);
-    return failed != 0;
-}
+int main() { return emu_cases_main("softmax", scases, sizeof scases / sizeof scases[0], sm_run); }
