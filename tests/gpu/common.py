@@ -145,3 +145,23 @@ def compare_saved(a, b, label):
             bad += 1
     print(f"{label}: {len(A) - bad} passed, {bad} failed")
     return 1 if bad else 0
+
+
+EDGE_VALUES = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40, -1e-40, 1e-6, -3e-5,
+               65504.0, -1e-8, 3.0, 88.7, -104.0]
+
+
+def edge_rows(shape, dt, seed, edge=True, shift=0.0):
+    """Seeded normal values times 3 (plus shift) in dtype dt on the GPU. With edge, and a
+    2-d shape of more than two rows, row 2 begins with EDGE_VALUES (+-0, +-inf, NaN,
+    subnormals, extremes): in one row only, as a NaN makes its whole row's result NaN."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(*shape, device="cuda", generator=g) * 3
+    x = (x + shift if shift else x).to(dt)
+    if edge and len(shape) == 2 and shape[0] > 2:
+        sp = torch.tensor(EDGE_VALUES, dtype=torch.float32).to(dt).to("cuda")
+        m = min(sp.numel(), shape[-1])
+        x[2, :m] = sp[:m]
+    return x
+

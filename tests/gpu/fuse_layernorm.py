@@ -26,20 +26,8 @@ ROWS = [2, 3, 64, 300]
 ITERS = 3
 
 
-def specials(dt):
-    v = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40, -1e-40, 1e-6, -3e-5,
-         65504.0, -1e-8, 3.0, 88.7, -104.0]
-    return torch.tensor(v, dtype=torch.float32).to(dt)
-
-
 def rnd(shape, dt, seed, edge=True):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    x = (torch.randn(*shape, device="cuda", generator=g) * 3 + 0.5).to(dt)
-    if edge and len(shape) == 2 and shape[0] > 2:   # edge values in row 2 only
-        sp = specials(dt).to("cuda")
-        m = min(sp.numel(), shape[-1])
-        x[2, :m] = sp[:m]
-    return x
+    return common.edge_rows(shape, dt, seed, edge, shift=0.5)   # means away from 0
 
 
 def patterns(out, name, a, b, w, bias, n):

@@ -23,22 +23,6 @@ ROWS = [1, 3, 64, 300]
 ITERS = 3
 
 
-def specials(dt):
-    v = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40, -1e-40, 1e-6, -3e-5,
-         65504.0, -1e-8, 3.0, 88.7, -104.0]
-    return torch.tensor(v, dtype=torch.float32).to(dt)
-
-
-def rnd(rows, k, dt, seed):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    x = (torch.randn(rows, k, device="cuda", generator=g) * 3).to(dt)
-    if rows > 2:   # edge values in row 2 only: a NaN makes its whole row NaN
-        sp = specials(dt).to("cuda")
-        m = min(sp.numel(), k)
-        x[2, :m] = sp[:m]
-    return x
-
-
 def rms_norm(x, w, eps=1e-6):
     h = x.to(torch.float32)
     var = h.pow(2).mean(-1, keepdim=True)
@@ -68,9 +52,10 @@ def main():
                     continue
                 for dt in (torch.float32, torch.bfloat16):
                     seed += 1
-                    x, res = rnd(rows, k, dt, seed), rnd(rows, k, dt, seed + 7919)
-                    w = rnd(1, k, dt, seed + 17)[0]
-                    b = rnd(1, k, dt, seed + 29)[0]
+                    x = common.edge_rows((rows, k), dt, seed)
+                    res = common.edge_rows((rows, k), dt, seed + 7919)
+                    w = common.edge_rows((1, k), dt, seed + 17)[0]
+                    b = common.edge_rows((1, k), dt, seed + 29)[0]
                     name = f"{it}-{str(dt)[6:]}-{rows}x{k}"
                     out[f"{name}-rms"] = rms_norm(x, w)
                     h = x + res
@@ -79,7 +64,7 @@ def main():
                     out[f"{name}-ln"] = layer_norm(x, w, b)
                     out[f"{name}-softmax"] = softmax(x)
                 if k in (33, 1000, 4097):
-                    xh = rnd(rows, k, torch.float16, seed + 31)
+                    xh = common.edge_rows((rows, k), torch.float16, seed + 31)
                     out[f"{it}-float16-{rows}x{k}-softmax"] = softmax(xh)
         torch.cuda.synchronize()
     torch.save({k: v.contiguous() for k, v in out.items()}, sys.argv[1])

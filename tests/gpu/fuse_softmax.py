@@ -25,22 +25,6 @@ ROWS = [1, 3, 64, 300]
 ITERS = 3
 
 
-def specials(dt):
-    v = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-40, -1e-40, 1e-6, -3e-5,
-         65504.0, -1e-8, 3.0, 88.7, -104.0]
-    return torch.tensor(v, dtype=torch.float32).to(dt)
-
-
-def rnd(shape, dt, seed, edge=True):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    x = (torch.randn(*shape, device="cuda", generator=g) * 3).to(dt)
-    if edge and shape[0] > 2:   # edge values in row 2 only: a NaN makes its whole row NaN
-        sp = specials(dt).to("cuda")
-        m = min(sp.numel(), shape[-1])
-        x[2, :m] = sp[:m]
-    return x
-
-
 def chains(out, name, x, dt_out=None):
     y = x * 2 + 1
     if dt_out is None:
@@ -63,7 +47,8 @@ def backward(out, name, x, g, log):
 
 def attention(out, name, seed):
     B, Hh, S, D = 2, 4, 128, 32
-    q, k, v = (rnd((B, Hh, S, D), torch.float32, seed + i, edge=False).requires_grad_(True)
+    q, k, v = (common.edge_rows((B, Hh, S, D), torch.float32, seed + i, edge=False)
+               .requires_grad_(True)
                for i in range(3))
     mask = torch.full((S, S), float("-inf"), device="cuda").triu(1)[None, None].expand(B, 1, S, S)
     mask = mask.contiguous()
@@ -88,12 +73,12 @@ def main():
                     if dt == torch.float16 and rows == 64:
                         continue
                     seed += 1
-                    x = rnd((rows, k), dt, seed)
+                    x = common.edge_rows((rows, k), dt, seed)
                     name = f"{it}-{str(dt)[6:]}-{rows}x{k}"
                     chains(out, name, x)
                     if dt == torch.float32:
-                        backward(out, name, x, rnd((rows, k), dt, seed + 7919), False)
-                        backward(out, name, x, rnd((rows, k), dt, seed + 7919), True)
+                        backward(out, name, x, common.edge_rows((rows, k), dt, seed + 7919), False)
+                        backward(out, name, x, common.edge_rows((rows, k), dt, seed + 7919), True)
                     if dt == torch.float16 and k in (33, 1000):
                         chains(out, name + "-tofloat", x, torch.float32)
         attention(out, f"{it}", 1000 + it)
