@@ -48,17 +48,8 @@ int tcf_layernorm_check(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *
 
 void tcf_layernorm_body(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp)
 {
-    char cv[256];
     int rms = s->op == TCF_RED_RMSNORM, g = s->affine & 1, be = s->affine & 2;
-    const char *tof = s->in_dt == TCF_DT_F32 ? "x" : s->in_dt == TCF_DT_F16 ? "tcf_h2f(x)" : "tcf_b2f(x)";
-    if (tcf_codegen_cvt(cv, sizeof cv, TCF_DT_F32, s->out_dt, "v") < 0) {
-        b->bad = 1;
-        return;
-    }
-    tcf_codegen_put(b, "__forceinline__ float tcf_tof(tcf_in x) { return %s; }\n"
-                       "__forceinline__ tcf_out tcf_cvt_out(float v) { return %s; }\n", tof, cv);
-    if (sp->helpers)
-        tcf_codegen_put(b, "%s\n", sp->helpers);
+    tcf_fullrow_io(b, s, sp);
     tcf_codegen_put(b, "__forceinline__ void tcf_pro4(const tcf_rargs &a, const tcf_row &r, unsigned j0, tcf_in *out) {\n"
                        "%s\n}\n", sp->prologue);
     if (g)

@@ -107,13 +107,32 @@ void tcf_reduce_launch_dims(const tcf_reduce_shape_t *s, uint32_t num_outputs, u
     block[0] = s->bw, block[1] = s->bh, block[2] = 1;
 }
 
+/* An input element x of dtype d as float (exact). */
+static const char *tcf_reduce_tof(tcf_dtype_t d)
+{
+    return d == TCF_DT_F32 ? "x" : d == TCF_DT_F16 ? "tcf_h2f(x)" : "tcf_b2f(x)";
+}
+
+void tcf_fullrow_io(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp)
+{
+    char cv[256];
+    if (tcf_codegen_cvt(cv, sizeof cv, TCF_DT_F32, s->out_dt, "v") < 0) {
+        b->bad = 1;
+        return;
+    }
+    tcf_codegen_put(b, "__forceinline__ float tcf_tof(tcf_in x) { return %s; }\n"
+                       "__forceinline__ tcf_out tcf_cvt_out(float v) { return %s; }\n",
+                    tcf_reduce_tof(s->in_dt), cv);
+    if (sp->helpers)
+        tcf_codegen_put(b, "%s\n", sp->helpers);
+}
+
 /* The per-op functions: the input as float, ops.reduce, ops.combine, the shuffle, project
  * and the cast to out_scalar_t. */
 static void tcf_reduce_ops(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s)
 {
     char e[256];
-    const char *tof = s->in_dt == TCF_DT_F32 ? "x" : s->in_dt == TCF_DT_F16 ? "tcf_h2f(x)" : "tcf_b2f(x)";
-    tcf_codegen_put(b, "__forceinline__ float tcf_tof(tcf_in x) { return %s; }\n", tof);
+    tcf_codegen_put(b, "__forceinline__ float tcf_tof(tcf_in x) { return %s; }\n", tcf_reduce_tof(s->in_dt));
     if (tcf_rminmax(s->op)) {
         /* MaxNanFunctor / MinNanFunctor: the left operand wins on NaN and on ties lose,
          * compared as float (exact for 16-bit), kept as stored */

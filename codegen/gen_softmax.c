@@ -55,21 +55,12 @@ static void tcf_sm_loads(tcf_codegen_sb_t *b, const char *decl, const char *body
 
 void tcf_softmax_body(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp)
 {
-    char cv[256];
     int bwd = tcf_red_softmax_bwd(s->op);
     int log = s->op == TCF_RED_LOGSOFTMAX || s->op == TCF_RED_LOGSOFTMAX_BWD;
-    const char *tof = s->in_dt == TCF_DT_F32 ? "x" : s->in_dt == TCF_DT_F16 ? "tcf_h2f(x)" : "tcf_b2f(x)";
-    if (tcf_codegen_cvt(cv, sizeof cv, TCF_DT_F32, s->out_dt, "v") < 0) {
-        b->bad = 1;
-        return;
-    }
     tcf_codegen_put(b, "enum : int { TCF_L2E = %u, TCF_WS = TCF_BW, TCF_IT = (1 << TCF_L2E) / TCF_BW,\n"
-                       "  TCF_WB = (1 << TCF_L2E) <= 128 ? 2 : 1 };   /* lanes a row; elements a lane; rows a warp */\n"
-                       "__forceinline__ float tcf_tof(tcf_in x) { return %s; }\n"
-                       "__forceinline__ tcf_out tcf_cvt_out(float v) { return %s; }\n",
-                    s->l2e, tof, cv);
-    if (sp->helpers)
-        tcf_codegen_put(b, "%s\n", sp->helpers);
+                       "  TCF_WB = (1 << TCF_L2E) <= 128 ? 2 : 1 };   /* lanes a row; elements a lane; rows a warp */\n",
+                    s->l2e);
+    tcf_fullrow_io(b, s, sp);
     tcf_codegen_put(b, "__forceinline__ tcf_in tcf_pro(const tcf_rargs &a, const tcf_row &r, unsigned j) {\n"
                        "%s\n}\n", sp->prologue);
     if (bwd)

@@ -23,6 +23,10 @@ int tcf_codegen_op_func(char *out, size_t cap, const tcf_gop_t *op, unsigned k);
 int tcf_codegen_op_call(char *res, size_t cap, const tcf_gop_t *op, unsigned k,
                         const char *const *src, const char *sarr);
 int tcf_codegen_moves(tcf_op_kind_t k);
+/* gen_reduce.c: a full-row kernel's (softmax, norm) element conversions, tcf_tof (its input
+ * as float) and tcf_cvt_out (a float result as PyTorch's store converts it), then sp's
+ * helpers; b->bad when the output dtype has no conversion */
+void tcf_fullrow_io(tcf_codegen_sb_t *b, const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp);
 /* gen_softmax.c: 0 when s and sp make a softmax kernel; its body after gen_reduce.c's
  * header (the argument struct, the row, the types and block constants) */
 int tcf_softmax_check(const tcf_reduce_shape_t *s, const tcf_reduce_splice_t *sp);
