@@ -55,7 +55,7 @@ $(BUILD)/libtcfuse.so: $(HOOK_OBJ) $(PURE_OBJ)
 $(BUILD)/tcfuse: $(TOOL_OBJ) $(BUILD)/libtcfuse.a
 	$(CC) -o $@ $(TOOL_OBJ) $(BUILD)/libtcfuse.a $(LDLIBS) -lm
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtcfuse.a tests/unit/check.h tests/unit/fixture_launches.h tests/unit/fixture_kernels.h tests/unit/emu_run.h
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtcfuse.a tests/unit/check.h tests/unit/fixture_launches.h tests/unit/fixture_kernels.h tests/unit/emu_run.h tests/unit/row_kernels.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libtcfuse.a $(LDLIBS) -lm
 

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "emu_run.h"
+#include "row_kernels.h"
 #include "codegen/codegen.h"
 #include "codegen/internal.h"
 #include "fuser/fuser.h"
@@ -33,8 +34,6 @@
 #define RMS_F LN "ffLb1EEEviT0_PKT_S6_S6_PS3_S7_PS4_"
 
 static tcf_plan_t plan;
-static int have_nvrtc;
-static unsigned compiled;
 
 static int want(const char *name)
 {
@@ -193,27 +192,14 @@ static tcf_item_t free_(uint64_t p) { return (tcf_item_t){ .kind = TCF_ITEM_FREE
 
 static void compiles(const tcf_fgroup_t *g, const char *what)
 {
-    char *src = malloc(SRC_CAP), *again = malloc(SRC_CAP);
-    int n = tcf_codegen_source(&g->g, src, SRC_CAP);
-    if (check_report(n > 0, __FILE__, __LINE__, what, "no source")) {
-        check_report(strstr(src, "tcf_reduce(const tcf_rargs a)") && strstr(src, "__shfl_down_sync") &&
-                     strstr(src, "tcf_epi4(a, r, 4u * i, y);") && strstr(src, "rsqrtf("),
-                     __FILE__, __LINE__, what, "a norm kernel");
-        check_report(tcf_codegen_source(&g->g, again, SRC_CAP) == n && !strcmp(src, again), __FILE__,
-                     __LINE__, what, "deterministic");
-        check_report(tcf_codegen_source(&g->g, again, (size_t)n) == -1, __FILE__, __LINE__, what,
-                     "a buffer one byte short fails");
-        if (have_nvrtc) {
-            void *cubin = NULL;
-            size_t len = 0;
-            char log[4096] = "";
-            check_report(tcf_nvrtc_compile(src, 90, &cubin, &len, log, sizeof log) == 0, __FILE__,
-                         __LINE__, what, log);
-            compiled += cubin != NULL;
-            free(cubin);
-        }
-    }
-    free(src), free(again);
+    static const char *const marks[] = {
+        "tcf_reduce(const tcf_rargs a)",
+        "__shfl_down_sync",
+        "tcf_epi4(a, r, 4u * i, y);",
+        "rsqrtf(",
+        NULL,
+    };
+    rk_compiles(g, what, "a norm kernel", marks);
 }
 
 /* GPT-2's and BERT's residual add before the LayerNorm, as eager launches it. */
@@ -397,26 +383,20 @@ TEST(norm_kernels_on_the_cpu)
 
 int main(void)
 {
-    char err[512];
     glob_t g;
     if (glob("tests/fixtures/trace-*.jsonl", 0, NULL, &g) == 0) {
         for (size_t i = 0; i < g.gl_pathc; i++)
             load_launches(g.gl_pathv[i], want);
         globfree(&g);
     }
-    have_nvrtc = tcf_nvrtc_open(NULL, err, sizeof err) == 0 ||
-                 tcf_nvrtc_open("/usr/local/cuda/lib64/libnvrtc.so.13", err, sizeof err) == 0;
-    if (!have_nvrtc)
-        printf("test_layernorm: NVRTC not found (%s): compile checks skipped\n", err);
+    rk_open_nvrtc("test_layernorm");
     RUN(every_recorded_norm_launch);
     RUN(hand_made_bytes);
     RUN(residual_add_and_layernorm);
     RUN(packs_and_single_elements);
     RUN(refusals);
     RUN(norm_kernels_on_the_cpu);
-    if (have_nvrtc)
-        printf("test_layernorm: %u norm kernels compiled for sm_90 (NVRTC %s)\n", compiled,
-               tcf_nvrtc_version());
+    rk_report("test_layernorm", "norm kernels");
     free_launches();
     return check_main_end();
 }

@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "emu_run.h"
+#include "row_kernels.h"
 #include "codegen/codegen.h"
 #include "codegen/internal.h"
 #include "fuser/fuser.h"
@@ -26,8 +27,6 @@
 #define SRC_CAP (1u << 17)
 
 static tcf_plan_t plan;
-static int have_nvrtc;
-static unsigned compiled;
 
 /* A contiguous op of n elements. */
 static tcf_item_t op(tcf_op_kind_t k, tcf_dtype_t in, tcf_dtype_t out, uint32_t n, uint64_t o,
@@ -89,29 +88,13 @@ static int P(const tcf_item_t *it, size_t n) { return tcf_fuser_plan(it, n, &pla
 /* The group's source compiles (when NVRTC is here), and says what it is. */
 static void compiles(const tcf_fgroup_t *g, const char *what)
 {
-    char *src = malloc(SRC_CAP);
-    int n = tcf_codegen_source(&g->g, src, SRC_CAP);
-    if (check_report(n > 0, __FILE__, __LINE__, what, "no source")) {
-        check_report(strstr(src, "tcf_reduce(const tcf_rargs a)") && strstr(src, "tcf_rowpass(") &&
-                     strstr(src, "static_assert(sizeof(tcf_rargs) == 544"), __FILE__, __LINE__, what,
-                     "a row kernel");
-        char *again = malloc(SRC_CAP);
-        check_report(tcf_codegen_source(&g->g, again, SRC_CAP) == n && !strcmp(src, again),
-                     __FILE__, __LINE__, what, "deterministic");
-        check_report(tcf_codegen_source(&g->g, again, (size_t)n) == -1, __FILE__, __LINE__, what,
-                     "a buffer one byte short fails");
-        free(again);
-        if (have_nvrtc) {
-            void *cubin = NULL;
-            size_t len = 0;
-            char log[4096] = "";
-            check_report(tcf_nvrtc_compile(src, 90, &cubin, &len, log, sizeof log) == 0, __FILE__,
-                         __LINE__, what, log);
-            compiled += cubin != NULL;
-            free(cubin);
-        }
-    }
-    free(src);
+    static const char *const marks[] = {
+        "tcf_reduce(const tcf_rargs a)",
+        "tcf_rowpass(",
+        "static_assert(sizeof(tcf_rargs) == 544",
+        NULL,
+    };
+    rk_compiles(g, what, "a row kernel", marks);
 }
 
 /* HF LlamaRMSNorm as eager launches it (K = 2048 per row, 64 rows): h = x + res (bf16),
@@ -483,18 +466,12 @@ TEST(rmsnorm_kernel_on_the_cpu)
 
 int main(void)
 {
-    char err[512];
-    have_nvrtc = tcf_nvrtc_open(NULL, err, sizeof err) == 0 ||
-                 tcf_nvrtc_open("/usr/local/cuda/lib64/libnvrtc.so.13", err, sizeof err) == 0;
-    if (!have_nvrtc)
-        printf("test_rows: NVRTC not found (%s): compile checks skipped\n", err);
+    rk_open_nvrtc("test_rows");
     RUN(llama_rmsnorm_is_one_row_group);
     RUN(layernorm_and_softmax);
     RUN(refusals);
     RUN(recorded_llama_rmsnorms);
     RUN(rmsnorm_kernel_on_the_cpu);
-    if (have_nvrtc)
-        printf("test_rows: %u row kernels compiled for sm_90 (NVRTC %s)\n", compiled,
-               tcf_nvrtc_version());
+    rk_report("test_rows", "row kernels");
     return check_main_end();
 }

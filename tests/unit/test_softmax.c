@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "emu_run.h"
+#include "row_kernels.h"
 #include "codegen/codegen.h"
 #include "codegen/internal.h"
 #include "fuser/fuser.h"
@@ -30,8 +31,6 @@
 #define BWD "_ZN43_GLOBAL__N__b6de9c8c_10_SoftMax_cu_9f978f6321softmax_warp_backwardI"
 
 static tcf_plan_t plan;
-static int have_nvrtc;
-static unsigned compiled;
 
 static int want(const char *name) { return strstr(name, "_SoftMax_cu_") && strstr(name, "softmax_warp_"); }
 
@@ -217,27 +216,13 @@ static tcf_item_t free_(uint64_t p) { return (tcf_item_t){ .kind = TCF_ITEM_FREE
 
 static void compiles(const tcf_fgroup_t *g, const char *what)
 {
-    char *src = malloc(SRC_CAP), *again = malloc(SRC_CAP);
-    int n = tcf_codegen_source(&g->g, src, SRC_CAP);
-    if (check_report(n > 0, __FILE__, __LINE__, what, "no source")) {
-        check_report(strstr(src, "tcf_reduce(const tcf_rargs a)") && strstr(src, "__shfl_xor_sync") &&
-                     strstr(src, "tcf_epi(a, r[i], (unsigned)e, tcf_cvt_out(v))"), __FILE__, __LINE__,
-                     what, "a softmax kernel");
-        check_report(tcf_codegen_source(&g->g, again, SRC_CAP) == n && !strcmp(src, again), __FILE__,
-                     __LINE__, what, "deterministic");
-        check_report(tcf_codegen_source(&g->g, again, (size_t)n) == -1, __FILE__, __LINE__, what,
-                     "a buffer one byte short fails");
-        if (have_nvrtc) {
-            void *cubin = NULL;
-            size_t len = 0;
-            char log[4096] = "";
-            check_report(tcf_nvrtc_compile(src, 90, &cubin, &len, log, sizeof log) == 0, __FILE__,
-                         __LINE__, what, log);
-            compiled += cubin != NULL;
-            free(cubin);
-        }
-    }
-    free(src), free(again);
+    static const char *const marks[] = {
+        "tcf_reduce(const tcf_rargs a)",
+        "__shfl_xor_sync",
+        "tcf_epi(a, r[i], (unsigned)e, tcf_cvt_out(v))",
+        NULL,
+    };
+    rk_compiles(g, what, "a softmax kernel", marks);
 }
 
 /* HF eager attention's softmax in an autocast training step, as eager launches it:
@@ -424,25 +409,19 @@ TEST(softmax_kernels_on_the_cpu)
 
 int main(void)
 {
-    char err[512];
     glob_t g;
     if (glob("tests/fixtures/trace-*.jsonl", 0, NULL, &g) == 0) {
         for (size_t i = 0; i < g.gl_pathc; i++)
             load_launches(g.gl_pathv[i], want);
         globfree(&g);
     }
-    have_nvrtc = tcf_nvrtc_open(NULL, err, sizeof err) == 0 ||
-                 tcf_nvrtc_open("/usr/local/cuda/lib64/libnvrtc.so.13", err, sizeof err) == 0;
-    if (!have_nvrtc)
-        printf("test_softmax: NVRTC not found (%s): compile checks skipped\n", err);
+    rk_open_nvrtc("test_softmax");
     RUN(every_recorded_softmax_launch);
     RUN(hand_made_bytes);
     RUN(attention_softmax_forward_and_backward);
     RUN(refusals);
     RUN(softmax_kernels_on_the_cpu);
-    if (have_nvrtc)
-        printf("test_softmax: %u softmax kernels compiled for sm_90 (NVRTC %s)\n", compiled,
-               tcf_nvrtc_version());
+    rk_report("test_softmax", "softmax kernels");
     free_launches();
     return check_main_end();
 }
