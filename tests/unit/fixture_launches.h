@@ -3,6 +3,7 @@
  * through the decoder. One test binary includes it once (static state). */
 #ifndef TCF_TEST_FIXTURE_LAUNCHES_H
 #define TCF_TEST_FIXTURE_LAUNCHES_H
+#include <glob.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,17 @@ static void load_launches(const char *path, int (*want)(const char *name))
         }
     }
     tcf_trace_read_close(r);
+}
+
+/* Adds the launches `want` accepts of every recorded trace (tests/fixtures/trace-*.jsonl). */
+static inline void load_fixture_launches(int (*want)(const char *name))
+{
+    glob_t g;
+    if (glob("tests/fixtures/trace-*.jsonl", 0, NULL, &g) != 0)
+        return;
+    for (size_t i = 0; i < g.gl_pathc; i++)
+        load_launches(g.gl_pathv[i], want);
+    globfree(&g);
 }
 
 /* A pointer as the recorded programs' allocators hand them out: the caching allocator's

@@ -11,7 +11,6 @@
  *    tcf_decode_cat_resize moved every pointer (the emulation then runs on the rewritten
  *    bytes, as the re-launched original would);
  *  - corrupted bytes are refused. */
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +21,6 @@
 #include "fixture_launches.h"
 
 static int want(const char *name) { return strstr(name, "CatArrayBatchedCopy") != NULL; }
-static void load(const char *path) { load_launches(path, want); }
-
 static tcf_decode_status_t dec(const launch_t *x, const uint8_t *params, tcf_op_t *op)
 {
     const kern_t *k = &ks[x->k];
@@ -329,12 +326,7 @@ TEST(corrupted_bytes_are_refused)
 
 int main(void)
 {
-    glob_t g;
-    if (glob("tests/fixtures/trace-*.jsonl", 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc; i++)
-            load(g.gl_pathv[i]);
-        globfree(&g);
-    }
+    load_fixture_launches(want);
     RUN(counts_by_variant_and_reason);
     RUN(rotate_half_fields);
     RUN(every_decoded_launch_copies_what_the_kernel_copies);

@@ -10,7 +10,6 @@
  *    §3 through tcf_reduce_config_rule;
  *  - one corrupted field at a time is refused by its reason; names of ops we do not take
  *    are refused by theirs. */
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +21,6 @@
 #define PREFIX "_ZN2at6native13reduce_kernelI"
 
 static int want(const char *name) { return !strncmp(name, PREFIX, strlen(PREFIX)); }
-static void load(const char *path) { load_launches(path, want); }
-
 static tcf_decode_launch_t dl(const launch_t *x, const uint8_t *params, uint32_t len,
                               const uint32_t grid[3])
 {
@@ -412,12 +409,7 @@ TEST(offset_calcs_cleared)
 
 int main(void)
 {
-    glob_t g;
-    if (glob("tests/fixtures/trace-*.jsonl", 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc; i++)
-            load(g.gl_pathv[i]);
-        globfree(&g);
-    }
+    load_fixture_launches(want);
     RUN(every_recorded_reduce_kernel_launch);
     RUN(worked_examples);
     RUN(config_rule_matches_the_doc);

@@ -10,7 +10,6 @@
  *  - verification's smaller problem (tcf_decode_resize, with the sizes the fuser picks):
  *    the rewritten bytes decode to the cut dims with exact IntDividers, the same strides,
  *    pointers and scalars, and nothing else in them changed. */
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +20,6 @@
 #include "fixture_launches.h"
 
 static int want(const char *name) { return strstr(name, "_ZN2at6native18elementwise_kernelI") != NULL; }
-static void load(const char *path) { load_launches(path, want); }
-
 static tcf_decode_status_t dec(const launch_t *x, const uint8_t *params, const uint32_t grid[3],
                                tcf_op_t *op)
 {
@@ -317,12 +314,7 @@ TEST(functor_padding_cleared)
 
 int main(void)
 {
-    glob_t g;
-    if (glob("tests/fixtures/trace-*.jsonl", 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc; i++)
-            load(g.gl_pathv[i]);
-        globfree(&g);
-    }
+    load_fixture_launches(want);
     RUN(worked_example_broadcast_add);
     RUN(every_recorded_strided_launch);
     RUN(corrupted_bytes_are_refused);

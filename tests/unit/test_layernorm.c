@@ -6,7 +6,6 @@
  * one) and, run on the CPU, matches a thread-by-thread model of PyTorch's order
  * (layernorm_emu.hpp). What the GPU says of the kernels' bits is
  * tests/gpu/fuse_layernorm.py's and verification's. */
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,12 +382,7 @@ TEST(norm_kernels_on_the_cpu)
 
 int main(void)
 {
-    glob_t g;
-    if (glob("tests/fixtures/trace-*.jsonl", 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc; i++)
-            load_launches(g.gl_pathv[i], want);
-        globfree(&g);
-    }
+    load_fixture_launches(want);
     rk_open_nvrtc("test_layernorm");
     RUN(every_recorded_norm_launch);
     RUN(hand_made_bytes);

@@ -4,7 +4,6 @@
  * elementwise over [K, M]), and generated as one kernel (codegen/gen_softmax.c) that
  * compiles with NVRTC (skipped, and said, without one). What the GPU says of the kernels'
  * bits is tests/gpu/fuse_softmax.py's and verification's. */
-#include <glob.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -409,12 +408,7 @@ TEST(softmax_kernels_on_the_cpu)
 
 int main(void)
 {
-    glob_t g;
-    if (glob("tests/fixtures/trace-*.jsonl", 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc; i++)
-            load_launches(g.gl_pathv[i], want);
-        globfree(&g);
-    }
+    load_fixture_launches(want);
     rk_open_nvrtc("test_softmax");
     RUN(every_recorded_softmax_launch);
     RUN(hand_made_bytes);
