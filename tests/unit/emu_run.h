@@ -127,4 +127,48 @@ static inline int emu_check_run(const char *stem, const char *text, size_t len, 
     CHECK_EQ_INT(failed, 0);
     return passed == ncase && !failed ? 0 : -1;
 }
+/* An emulation's C++ being written: kf the file (the kernels in namespaces, then the cases'
+ * table, the model and main), tf the table's rows, gathered apart until the end. */
+typedef struct {
+    FILE *kf, *tf;
+    char *text, *rows;
+    size_t text_len, rows_len;
+} emu_text_t;
+
+/* Opens both, the file starting with reduce_emu.hpp's CUDA on the host. 0, or -1 when there
+ * is no C++ compiler (said: `test`'s CPU run is skipped) or a stream would not open. */
+static inline int emu_open(emu_text_t *t, const char *test)
+{
+    memset(t, 0, sizeof *t);
+    if (system("c++ --version >/dev/null 2>&1") != 0) {
+        printf("%s: no C++ compiler (c++): the CPU run skipped\n", test);
+        return -1;
+    }
+    t->kf = open_memstream(&t->text, &t->text_len);
+    t->tf = open_memstream(&t->rows, &t->rows_len);
+    if (!CHECK(t->kf != NULL && t->tf != NULL)) {
+        if (t->kf)
+            fclose(t->kf);
+        if (t->tf)
+            fclose(t->tf);
+        free(t->text), free(t->rows);
+        return -1;
+    }
+    fprintf(t->kf, "#include \"tests/unit/reduce_emu.hpp\"\n");
+    return 0;
+}
+
+/* Ends the file: head (the case type and the table's opening), the rows, tail (the table's
+ * end, the model's header, main); builds and runs it, and checks that all ncase cases
+ * passed (emu_check_run). 0 when they did. */
+static inline int emu_close_run(emu_text_t *t, const char *stem, const char *head, const char *tail,
+                                unsigned ncase)
+{
+    fclose(t->tf);
+    fprintf(t->kf, "%s%s%s", head, t->rows ? t->rows : "", tail);
+    free(t->rows);
+    int rc = CHECK(fclose(t->kf) == 0) ? emu_check_run(stem, t->text, t->text_len, ncase) : -1;
+    free(t->text);
+    return rc;
+}
 #endif

@@ -331,16 +331,10 @@ TEST(norm_kernels_on_the_cpu)
                                           { 512, 3 }, { 516, 2 }, { 768, 4 }, { 1028, 2 },
                                           { 2052, 2 } };
     static const unsigned forms[][2] = { { 0, 3 }, { 0, 1 }, { 0, 0 }, { 1, 1 }, { 1, 0 } };
-    if (system("c++ --version >/dev/null 2>&1") != 0) {
-        printf("test_layernorm: no C++ compiler (c++): the CPU run skipped\n");
+    emu_text_t et;
+    if (emu_open(&et, "test_layernorm"))
         return;
-    }
-    char *text = NULL, *rows = NULL;
-    size_t text_len = 0, rows_len = 0;
-    FILE *kf = open_memstream(&text, &text_len), *tf = open_memstream(&rows, &rows_len);
-    if (!CHECK(kf && tf))
-        return;
-    fprintf(kf, "#include \"tests/unit/reduce_emu.hpp\"\n");
+    FILE *kf = et.kf, *tf = et.tf;
     char *src = malloc(SRC_CAP);
     unsigned ncase = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
@@ -364,18 +358,11 @@ TEST(norm_kernels_on_the_cpu)
             ncase++;
         }
     free(src);
-    fclose(tf);
-    fprintf(kf, EMU_ROWS_ARGS
-                "struct lcase { void (*run)(const void *); unsigned K, M; int rms; unsigned affine; "
-                "int dt; unsigned nbufs, role[16], st[16][2]; };\n"
-                "static const lcase lcases[] = {\n%s};\n#include \"tests/unit/layernorm_emu.hpp\"\n",
-            rows ? rows : "");
-    free(rows);
-    if (!CHECK(fclose(kf) == 0))
-        return;
-    int rc = emu_check_run("layernorm", text, text_len, ncase);
-    free(text);
-    if (!rc)
+    if (!emu_close_run(&et, "layernorm", EMU_ROWS_ARGS
+                       "struct lcase { void (*run)(const void *); unsigned K, M; int rms; unsigned affine; "
+                       "int dt; unsigned nbufs, role[16], st[16][2]; };\n"
+                       "static const lcase lcases[] = {\n",
+                       "};\n#include \"tests/unit/layernorm_emu.hpp\"\n", ncase))
         printf("test_layernorm: the fused norms on the CPU: %u of %u groups equal to the model\n",
                ncase, ncase);
 }

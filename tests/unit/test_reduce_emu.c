@@ -30,9 +30,7 @@ static const char *const dtn[] = { "none", "f32", "f16", "bf16" };
 static char *srcs[MAX_SRC];
 static unsigned nsrc, ncases;
 static FILE *kfile;          /* the kernels, in namespaces: the C++ file itself */
-static char *rows;           /* the table of cases, written after them */
-static size_t rows_len;
-static FILE *tfile;
+static FILE *tfile;          /* the table of cases, written after them (emu_text_t's) */
 
 /* The splice: the reduced f32 tensor is x.float()**2 of a bf16 x in buf[0] (same element
  * indices), and every element of the row gets x * result in buf[1] (f32). */
@@ -129,18 +127,10 @@ static const struct { tcf_red_op_t op; int root; tcf_dtype_t in, o; } pairs[] = 
 
 TEST(generated_kernels_follow_the_model)
 {
-    mkdir("build", 0755), mkdir("build/reduce_emu", 0755);
-    if (system("c++ --version >/dev/null 2>&1") != 0) {
-        printf("test_reduce_emu: no C++ compiler (c++): skipped\n");
+    emu_text_t et;
+    if (emu_open(&et, "test_reduce_emu"))
         return;
-    }
-    char *text = NULL;
-    size_t text_len = 0;
-    kfile = open_memstream(&text, &text_len);
-    tfile = open_memstream(&rows, &rows_len);
-    if (!CHECK(kfile != NULL && tfile != NULL))
-        return;
-    fprintf(kfile, "#include \"tests/unit/reduce_emu.hpp\"\n");
+    kfile = et.kf, tfile = et.tf;
     for (size_t p = 0; p < NPAIRS; p++)
         for (size_t i = 0; i < NSHAPES; i++) {
             uint32_t K = shapes[i][0], M = shapes[i][1];
@@ -163,17 +153,10 @@ TEST(generated_kernels_follow_the_model)
     }
     for (size_t i = 0; i < NSHAPES; i++)
         add_case(TCF_RED_MEAN, 0, B, F, shapes[i][0], shapes[i][1], i % 2, 0, 1, 1);
-    fclose(tfile);
-    fprintf(kfile, "static const emu_case cases[] = {\n%s};\n"
-                   "int main() { return emu_main(cases, sizeof cases / sizeof cases[0]); }\n",
-            rows ? rows : "");
-    free(rows);
-    if (!CHECK(fclose(kfile) == 0))
-        return;
     printf("test_reduce_emu: %u cases over %u distinct kernels\n", ncases, nsrc);
-    int rc = emu_check_run("reduce", text, text_len, ncases);
-    free(text);
-    if (!rc)
+    if (!emu_close_run(&et, "reduce", "static const emu_case cases[] = {\n",
+                       "};\nint main() { return emu_main(cases, sizeof cases / sizeof cases[0]); }\n",
+                       ncases))
         printf("test_reduce_emu: %u of %u cases equal to the model\n", ncases, ncases);
 }
 

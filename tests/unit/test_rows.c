@@ -413,16 +413,10 @@ static const uint32_t emu_shapes[][3] = {   /* K, M, the reduced tensor's misali
 
 TEST(rmsnorm_kernel_on_the_cpu)
 {
-    if (system("c++ --version >/dev/null 2>&1") != 0) {
-        printf("test_rows: no C++ compiler (c++): the CPU run skipped\n");
+    emu_text_t et;
+    if (emu_open(&et, "test_rows"))
         return;
-    }
-    char *text = NULL, *rows = NULL;
-    size_t text_len = 0, rows_len = 0;
-    FILE *kf = open_memstream(&text, &text_len), *tf = open_memstream(&rows, &rows_len);
-    if (!CHECK(kf && tf))
-        return;
-    fprintf(kf, "#include \"tests/unit/reduce_emu.hpp\"\n");
+    FILE *kf = et.kf, *tf = et.tf;
     char *src = malloc(SRC_CAP);
     unsigned ncase = 0;
     for (size_t i = 0; i < sizeof emu_shapes / sizeof emu_shapes[0]; i++) {
@@ -448,18 +442,11 @@ TEST(rmsnorm_kernel_on_the_cpu)
         ncase++;
     }
     free(src);
-    fclose(tf);
-    fprintf(kf, EMU_ROWS_ARGS
-                "struct rcase { void (*run)(const void *); unsigned K, M, bw, bh, vec, ivs, vt0, "
-                "split_y, shift, nbufs, role[16], st[16][2], s[16]; };\n"
-                "static const rcase rcases[] = {\n%s};\n#include \"tests/unit/rows_emu.hpp\"\n",
-            rows ? rows : "");
-    free(rows);
-    if (!CHECK(fclose(kf) == 0))
-        return;
-    int rc = emu_check_run("rows", text, text_len, ncase);
-    free(text);
-    if (!rc)
+    if (!emu_close_run(&et, "rows", EMU_ROWS_ARGS
+                       "struct rcase { void (*run)(const void *); unsigned K, M, bw, bh, vec, ivs, vt0, "
+                       "split_y, shift, nbufs, role[16], st[16][2], s[16]; };\n"
+                       "static const rcase rcases[] = {\n",
+                       "};\n#include \"tests/unit/rows_emu.hpp\"\n", ncase))
         printf("test_rows: the fused RMSNorm on the CPU: %u of %u shapes equal to the eager model\n",
                ncase, ncase);
 }

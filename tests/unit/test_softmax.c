@@ -356,16 +356,10 @@ TEST(softmax_kernels_on_the_cpu)
                                           { 2048, 3 } };
     static const tcf_red_op_t ops[] = { TCF_RED_SOFTMAX, TCF_RED_LOGSOFTMAX, TCF_RED_SOFTMAX_BWD,
                                         TCF_RED_LOGSOFTMAX_BWD };
-    if (system("c++ --version >/dev/null 2>&1") != 0) {
-        printf("test_softmax: no C++ compiler (c++): the CPU run skipped\n");
+    emu_text_t et;
+    if (emu_open(&et, "test_softmax"))
         return;
-    }
-    char *text = NULL, *rows = NULL;
-    size_t text_len = 0, rows_len = 0;
-    FILE *kf = open_memstream(&text, &text_len), *tf = open_memstream(&rows, &rows_len);
-    if (!CHECK(kf && tf))
-        return;
-    fprintf(kf, "#include \"tests/unit/reduce_emu.hpp\"\n");
+    FILE *kf = et.kf, *tf = et.tf;
     char *src = malloc(SRC_CAP);
     unsigned ncase = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
@@ -390,18 +384,11 @@ TEST(softmax_kernels_on_the_cpu)
             ncase++;
         }
     free(src);
-    fclose(tf);
-    fprintf(kf, EMU_ROWS_ARGS
-                "struct scase { void (*run)(const void *); unsigned K, M, bw, bh, l2e; int op; "
-                "unsigned nbufs, role[16], st[16][2]; };\n"
-                "static const scase scases[] = {\n%s};\n#include \"tests/unit/softmax_emu.hpp\"\n",
-            rows ? rows : "");
-    free(rows);
-    if (!CHECK(fclose(kf) == 0))
-        return;
-    int rc = emu_check_run("softmax", text, text_len, ncase);
-    free(text);
-    if (!rc)
+    if (!emu_close_run(&et, "softmax", EMU_ROWS_ARGS
+                       "struct scase { void (*run)(const void *); unsigned K, M, bw, bh, l2e; int op; "
+                       "unsigned nbufs, role[16], st[16][2]; };\n"
+                       "static const scase scases[] = {\n",
+                       "};\n#include \"tests/unit/softmax_emu.hpp\"\n", ncase))
         printf("test_softmax: the fused softmaxes on the CPU: %u of %u groups equal to the model\n",
                ncase, ncase);
 }
