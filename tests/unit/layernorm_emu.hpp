@@ -76,12 +76,7 @@ static int ln_run(const lcase &c, unsigned idx)
 {
     const unsigned K = c.K, M = c.M, es = c.dt == E_F32 ? 4 : 2;
     const size_t cap = (size_t)K * M * 4 + 256;
-    enum { NR = 8 };
-    unsigned char *mem[NR];
-    for (int i = 0; i < NR; i++) {
-        mem[i] = (unsigned char *)std::aligned_alloc(64, (cap + 63) / 64 * 64);
-        std::memset(mem[i], 0xab, cap);
-    }
+    emu_bufs mem(8, cap);
     emu_rng g{ idx * 0x9e3779b97f4a7c15ull + 17 };
     for (unsigned e = 0; e < K * M; e++) {
         unsigned kind = e / K % 4 == 3;   // edge values in every fourth row
@@ -150,8 +145,6 @@ static int ln_run(const lcase &c, unsigned idx)
         std::printf("FAIL %s K=%u M=%u: a store outside the results\n", c.rms ? "rms" : "ln", K, M);
         bad++;
     }
-    for (int i = 0; i < NR; i++)
-        std::free(mem[i]);
     return bad == 0;
 }
 

@@ -301,6 +301,23 @@ struct emu_model {
 };
 
 // ---- inputs --------------------------------------------------------------------------
+// n buffers of cap bytes (64-aligned), every byte 0xab, so that a store past a result
+// shows; freed with the object.
+struct emu_bufs {
+    std::vector<unsigned char *> p;
+    emu_bufs(unsigned n, size_t cap)
+    {
+        for (unsigned i = 0; i < n; i++) {
+            p.push_back((unsigned char *)std::aligned_alloc(64, (cap + 63) / 64 * 64));
+            std::memset(p.back(), 0xab, cap);
+        }
+    }
+    ~emu_bufs() { for (unsigned char *q : p) std::free(q); }
+    emu_bufs(const emu_bufs &) = delete;
+    emu_bufs &operator=(const emu_bufs &) = delete;
+    unsigned char *operator[](unsigned i) const { return p[i]; }
+};
+
 struct emu_rng {
     uint64_t s;
     uint32_t next() { s = s * 6364136223846793005ull + 1442695040888963407ull; return (uint32_t)(s >> 33); }

@@ -19,12 +19,10 @@ static int rows_run(const rcase &c, unsigned idx)
 {
     const unsigned K = c.K, M = c.M;
     const size_t cap = (size_t)K * M * 4 + 256;
-    unsigned char *mem[R_N], *base[R_N];
-    for (int i = 0; i < R_N; i++) {
-        mem[i] = (unsigned char *)std::aligned_alloc(64, (cap + 63) / 64 * 64);
-        std::memset(mem[i], 0xab, cap);
+    emu_bufs mem(R_N, cap);
+    unsigned char *base[R_N];
+    for (unsigned i = 0; i < R_N; i++)
         base[i] = mem[i] + (i == R_SQ ? c.shift * 4 : 0);
-    }
     emu_rng g{ idx * 0x9e3779b97f4a7c15ull + 7 };
     for (unsigned e = 0; e < K * M; e++) {
         // edge values (+-0, +-inf, NaNs, subnormals) in every fourth row: one NaN makes its
@@ -101,8 +99,6 @@ static int rows_run(const rcase &c, unsigned idx)
             want("out's end", r, K * M, rd(R_OUT, (size_t)K * M, 2), 0xababu, E_BF16);
         }
     }
-    for (int i = 0; i < R_N; i++)
-        std::free(mem[i]);
     return bad == 0;
 }
 

@@ -89,12 +89,7 @@ static int sm_run(const scase &c, unsigned idx)
 {
     const unsigned K = c.K, M = c.M;
     const size_t cap = (size_t)K * M * 4 + 256;
-    enum { NR = 5 };
-    unsigned char *mem[NR];
-    for (int i = 0; i < NR; i++) {
-        mem[i] = (unsigned char *)std::aligned_alloc(64, (cap + 63) / 64 * 64);
-        std::memset(mem[i], 0xab, cap);
-    }
+    emu_bufs mem(5, cap);
     emu_rng g{ idx * 0x9e3779b97f4a7c15ull + 11 };
     for (unsigned e = 0; e < K * M; e++) {
         unsigned kind = e / K % 4 == 3;   // edge values in every fourth row
@@ -141,8 +136,6 @@ static int sm_run(const scase &c, unsigned idx)
                     M, end, neg);
         bad++;
     }
-    for (int i = 0; i < NR; i++)
-        std::free(mem[i]);
     return bad == 0;
 }
 
