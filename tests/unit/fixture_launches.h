@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "fixture_kernels.h"
+#include "recognize/decode_reduce.h"
 #include "trace/read.h"
 typedef struct {
     size_t k;                       /* index into ks */
@@ -64,6 +65,23 @@ static inline void load_fixture_launches(int (*want)(const char *name))
     for (size_t i = 0; i < g.gl_pathc; i++)
         load_launches(g.gl_pathv[i], want);
     globfree(&g);
+}
+
+/* Recorded launch x through both halves of the row decoder: the elementwise decoder must
+ * call it a REDUCTION, then decode_reduce.h's must decode it into *r. 1 when it did; a
+ * refusal is reported (the trace, the kernel and the reason) and gives 0. */
+static inline int fixture_decode_reduce(const launch_t *x, tcf_reduce_t *r)
+{
+    const kern_t *k = &ks[x->k];
+    tcf_decode_launch_t d = { k->name, k->np, k->off, k->sz, x->params, x->len,
+                              { x->grid[0], x->grid[1], x->grid[2] },
+                              { x->block[0], x->block[1], x->block[2] } };
+    tcf_op_t op;
+    CHECK_EQ_INT(tcf_decode_launch(&d, &op), TCF_DECODE_REDUCTION);
+    tcf_decode_status_t st = tcf_decode_reduce(&d, r);
+    char what[400];
+    snprintf(what, sizeof what, "%s launch of %s: %s", x->trace, k->name, tcf_decode_reason(st));
+    return check_report(st == TCF_DECODE_OK, __FILE__, __LINE__, what, NULL);
 }
 
 /* A pointer as the recorded programs' allocators hand them out: the caching allocator's

@@ -72,16 +72,9 @@ TEST(every_recorded_softmax_launch)
     for (size_t i = 0; i < nls; i++) {
         const launch_t *x = &ls[i];
         const kern_t *k = &ks[x->k];
-        tcf_decode_launch_t d = { k->name, k->np, k->off, k->sz, x->params, x->len,
-                                  { x->grid[0], x->grid[1], x->grid[2] },
-                                  { x->block[0], x->block[1], x->block[2] } };
         tcf_reduce_t r;
         tcf_op_t op;
-        CHECK_EQ_INT(tcf_decode_launch(&d, &op), TCF_DECODE_REDUCTION);
-        tcf_decode_status_t st = tcf_decode_reduce(&d, &r);
-        char what[400];
-        snprintf(what, sizeof what, "%s launch of %s: %s", x->trace, k->name, tcf_decode_reason(st));
-        if (!check_report(st == TCF_DECODE_OK, __FILE__, __LINE__, what, NULL))
+        if (!fixture_decode_reduce(x, &r))
             continue;
         ok++;
         int b = tcf_red_softmax_bwd(r.op);
