@@ -31,6 +31,12 @@ typedef struct {
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
     CUresult (*mem_free)(CUdeviceptr);
     CUresult (*mem_alloc_async)(CUdeviceptr *, size_t, CUstream);
+    /* exec/reserve.c: the pool grown at the first allocation, its watermark read. */
+    CUresult (*device_get_mem_pool)(CUmemoryPool *, CUdevice);
+    CUresult (*mem_pool_get_attribute)(CUmemoryPool, CUmemPool_attribute, void *);
+    CUresult (*mem_pool_set_attribute)(CUmemoryPool, CUmemPool_attribute, void *);
+    CUresult (*mem_pool_trim_to)(CUmemoryPool, size_t);
+    CUresult (*mem_get_info)(size_t *, size_t *);
     CUresult (*memcpy_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*stream_create)(CUstream *, unsigned);

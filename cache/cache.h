@@ -19,7 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { TCF_CACHE_CUBIN = 1, TCF_CACHE_VERDICT = 2 } tcf_cache_kind_t;
+/* PROGRAM: what a program's last run learned about it (exec/reserve.c: its pool's peak). */
+typedef enum { TCF_CACHE_CUBIN = 1, TCF_CACHE_VERDICT = 2, TCF_CACHE_PROGRAM = 3 } tcf_cache_kind_t;
+#define TCF_CACHE_KIND_VALID(k) ((k) >= TCF_CACHE_CUBIN && (k) <= TCF_CACHE_PROGRAM)
 
 /* Resolves and prepares the directory (creating it 0700). 0 when usable, -1 when not
  * (the reason goes to tcf_log once). dir may be NULL for the default rules above. */

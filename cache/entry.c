@@ -116,7 +116,7 @@ int tcf_cache_put(uint64_t key, tcf_cache_kind_t kind, const void *data, size_t 
 {
     char dir[PATH_MAX], name[24], tmp[96];
     unsigned char hdr[TCF_CACHE_HDR], sum[8];
-    if ((kind != TCF_CACHE_CUBIN && kind != TCF_CACHE_VERDICT) || (!data && len) ||
+    if (!TCF_CACHE_KIND_VALID(kind) || (!data && len) ||
         len > TCF_CACHE_MAX_FILE - TCF_CACHE_FRAME)
         return -1;
     int dfd = tcf_cache_dirfd(dir, sizeof dir);
@@ -197,7 +197,7 @@ static int tcf_cache_read(int fd, uint64_t key, int kind, void **data, tcf_cache
     f->len = tcf_cache_get64(hdr + 24);
     if (kv >> 32 != TCF_CACHE_FORMAT) return tcf_cache_bad(f, "unknown format version");
     if (tcf_cache_get64(hdr + 16) != key) return tcf_cache_bad(f, "key does not match its name");
-    if ((uint32_t)kv != TCF_CACHE_CUBIN && (uint32_t)kv != TCF_CACHE_VERDICT)
+    if (!TCF_CACHE_KIND_VALID((uint32_t)kv))
         return tcf_cache_bad(f, "unknown kind");
     if (kind && (uint32_t)kv != (uint32_t)kind) return tcf_cache_bad(f, "wrong kind");
     if (f->len != f->fsize - TCF_CACHE_FRAME) return tcf_cache_bad(f, "length does not match size");

@@ -41,9 +41,10 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
  * the driver), TCF_FREE_NOW when the caller must free now. */
 enum { TCF_FREE_NOW = 0, TCF_FREE_HELD = 1, TCF_FREE_KEPT = 2 };
 int tcf_exec_free(CUdeviceptr ptr, CUstream stream);
-/* Blocks kept for reuse go back to the driver (an allocation failed for memory: the
- * caller retries when this returns nonzero). Returns how many went. */
-unsigned tcf_exec_reuse_release(const char *why);
+/* An allocation failed for memory: blocks kept for reuse go back to the driver, and the
+ * pool grown at the start (exec/reserve.c) gives back what it holds unused, once. Nonzero
+ * when anything went back (the caller retries). */
+int tcf_exec_memory_back(const char *why);
 /* A boundary call (capture's table): kept blocks go back before the calls that give
  * memory back or end a stream or context. */
 void tcf_exec_boundary(const char *call);

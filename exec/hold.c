@@ -258,14 +258,16 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
     return TCF_FREE_HELD;
 }
 
-unsigned tcf_exec_reuse_release(const char *why)
+int tcf_exec_memory_back(const char *why)
 {
-    return tcf_reuse_release(why);
+    unsigned kept = tcf_reuse_release(why);
+    return tcf_reserve_trim() || kept;
 }
 
 void tcf_exec_boundary(const char *call)
 {
     tcf_reuse_boundary(call);
+    tcf_reserve_sample(call);
 }
 
 /* The scan for a held free of the asked size looks this many events back at most: a
@@ -275,6 +277,8 @@ void tcf_exec_boundary(const char *call)
 
 int tcf_exec_alloc(size_t size, CUstream stream, CUdeviceptr *ptr)
 {
+    if (__builtin_expect(!atomic_load_explicit(&tcf_reserve_started, memory_order_relaxed), 0))
+        tcf_reserve_first(stream);
     if (!tcf_holding || !size)
         return 0;
     tcf_window_t *w = tcf_window_for(stream, 0);
@@ -331,6 +335,7 @@ void tcf_exec_init(void)
 void tcf_exec_forked(void)
 {
     tcf_reuse_forked();
+    tcf_reserve_forked();
     atomic_store(&tcf_stopping, 1);
     atomic_store(&tcf_beside, 0);
     tcf_holding = 0;
@@ -344,6 +349,7 @@ void tcf_exec_stop(void)
 {
     if (atomic_exchange(&tcf_stopping, 1))
         return;
+    tcf_reserve_save();
     if (atomic_exchange(&tcf_beside, 0)) {  /* full mode: replay issues what it holds */
         tcf_fkern_stop();
         return;

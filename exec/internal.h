@@ -2,6 +2,8 @@
  *
  *   hold.c     the launch path: decode, hold or issue and keep, frees, ordering, stop
  *   blocks.c   sizes of the blocks allocated stream-ordered, for held frees handed over
+ *   reuse.c    freed blocks kept for the next allocation of their size on their stream
+ *   reserve.c  the stream-ordered pool grown once, at the first allocation
  *   starts.c   the set of kernels that start a group whose generated kernel is ready
  *   run.c      a window's flush: plan, then issue fused groups and the rest in order
  *   vain.c     chains planned to learn that found nothing, not planned again
@@ -113,6 +115,15 @@ extern atomic_int tcf_beside;
 void tcf_blocks_put(uint64_t ptr, uint64_t size);
 uint64_t tcf_blocks_take(uint64_t ptr);
 size_t tcf_blocks_count(void);
+
+/* --- reserve.c: the pool grown once, at the first allocation, to the last run's peak -- */
+extern atomic_int tcf_reserve_started;   /* 1 once the first allocation came */
+void tcf_reserve_first(CUstream stream);
+void tcf_reserve_sample(const char *call);     /* at a boundary: the pool's watermark */
+int tcf_reserve_trim(void);                    /* out of memory: 1 when the pool gave back */
+void tcf_reserve_save(void);                   /* at exit: the peak, for the next run */
+void tcf_reserve_forked(void);
+void tcf_reserve_stats(void);
 
 /* --- reuse.c: freed blocks kept for the next allocation of their size on their stream -- */
 int tcf_reuse_put(uint64_t ptr, uint64_t size, uint64_t stream);   /* 1: kept */

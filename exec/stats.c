@@ -149,6 +149,7 @@ void tcf_exec_stats_print(void)
             (unsigned long long)atomic_load(&tcf_xctr.reuse_released),
             (double)atomic_load(&tcf_xctr.reuse_peak) / (1 << 20),
             tcf_cfg.reuse ? "" : " (TCFUSE_REUSE=0: off)");
+    tcf_reserve_stats();
     if (tcf_cfg.stats)
         tcf_out("  flush time    %.1f ms issuing held windows (planning, fused and original "
                 "launches, held frees)",

@@ -27,12 +27,13 @@ static inline int tcf_replaying(void)
     if (!real)                                                                           \
         return CUDA_ERROR_NOT_FOUND
 
-/* Out of memory with freed blocks kept for reuse (exec/reuse.c): they go back to the
- * driver, and the allocation is tried once more. */
+/* Out of memory with freed blocks kept for reuse (exec/reuse.c) or the pool grown at the
+ * start (exec/reserve.c): the blocks go back to the driver, the pool gives back what it
+ * holds unused, and the allocation is tried once more. */
 #define TCF_RETRY_OOM(rc, call)                                                          \
     do {                                                                                 \
         if ((rc) == CUDA_ERROR_OUT_OF_MEMORY && tcf_fusing() &&                          \
-            tcf_exec_reuse_release("out of memory"))                                     \
+            tcf_exec_memory_back("out of memory"))                                       \
             rc = call;                                                                   \
     } while (0)
 

@@ -60,7 +60,10 @@ static int tcf_tool_cache_cmp(const void *a, const void *b)
 
 static const char *tcf_tool_cache_kind(int kind)
 {
-    return kind == TCF_CACHE_CUBIN ? "cubin" : kind == TCF_CACHE_VERDICT ? "verdict" : "?";
+    return kind == TCF_CACHE_CUBIN     ? "cubin"
+         : kind == TCF_CACHE_VERDICT ? "verdict"
+         : kind == TCF_CACHE_PROGRAM ? "program"
+                                     : "?";
 }
 
 /* ls and verify: every entry, in name order (readdir's order would change between runs). */

@@ -130,8 +130,11 @@ CUresult cuMemFree(CUdeviceptr_v1 p) { return fk_free_call("cuMemFree", p); }
 /* ---- stream-ordered allocation ----------------------------------------------------- */
 
 /* FAKECUDA_ASYNC_LIMIT: bytes of stream-ordered allocations live at once; past it an
- * allocation fails with CUDA_ERROR_OUT_OF_MEMORY (0 or unset: no limit). */
-static size_t fk_async_live;
+ * allocation fails with CUDA_ERROR_OUT_OF_MEMORY (0 or unset: no limit). The one pool
+ * (FK_POOL) keeps its release threshold (0 at start, as the real driver's) and its high
+ * watermark of bytes in use, as cuMemPoolGetAttribute reports them. */
+static size_t fk_async_live, fk_async_high;
+static cuuint64_t fk_pool_threshold;
 
 static size_t fk_async_limit(void)
 {
@@ -164,10 +167,14 @@ static CUresult fk_alloc_async(const char *abi, CUdeviceptr *dptr, size_t size,
         rc = CUDA_ERROR_OUT_OF_MEMORY;
     if (!rc)
         rc = fk_alloc(&p, size, 0);
-    if (!rc)
-        __atomic_add_fetch(&fk_async_live, size, __ATOMIC_RELAXED);
-    if (!rc)
+    if (!rc) {
+        size_t live = __atomic_add_fetch(&fk_async_live, size, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&fk_mu);
+        if (live > fk_async_high)
+            fk_async_high = live;
+        pthread_mutex_unlock(&fk_mu);
         *dptr = p;
+    }
     if (has_pool)
         fk_log(0, abi, rc, "size=%zu pool=0x%lx stream=0x%lx ptr=0x%llx", size,
                (unsigned long)(uintptr_t)pool, (unsigned long)(uintptr_t)s, p);
@@ -218,6 +225,77 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
 }
 CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { return fk_free_async("cuMemFreeAsync", p, s); }
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { return fk_free_async("cuMemFreeAsync_ptsz", p, s); }
+
+/* The device's current pool (always the default one here). */
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice d)
+{
+    CUresult rc = fk_injected("cuDeviceGetMemPool");
+    if (!rc && !pool)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc && d != 0)
+        rc = CUDA_ERROR_INVALID_DEVICE;
+    if (!rc)
+        *pool = (CUmemoryPool)FK_POOL;
+    fk_log(0, "cuDeviceGetMemPool", rc, "dev=%d pool=0x%lx", d, (unsigned long)FK_POOL);
+    return rc;
+}
+
+/* The release threshold (set and read) and the used-memory watermark (read, and reset:
+ * only to zero, which restarts it from what is in use now, as the real driver does). */
+static CUresult fk_pool_attr(const char *abi, CUmemoryPool pool, CUmemPool_attribute a,
+                             void *v, int set)
+{
+    CUresult rc = fk_injected(abi);
+    cuuint64_t *u = v;
+    if (!rc && ((uintptr_t)pool != FK_POOL || !v))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fk_mu);
+    if (rc) {
+    } else if (a == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) {
+        if (set)
+            fk_pool_threshold = *u;
+        else
+            *u = fk_pool_threshold;
+    } else if (a == CU_MEMPOOL_ATTR_USED_MEM_HIGH) {
+        if (set && *u)
+            rc = CUDA_ERROR_INVALID_VALUE;
+        else if (set)
+            fk_async_high = __atomic_load_n(&fk_async_live, __ATOMIC_RELAXED);
+        else
+            *u = fk_async_high;
+    } else if (a == CU_MEMPOOL_ATTR_USED_MEM_CURRENT && !set) {
+        *u = __atomic_load_n(&fk_async_live, __ATOMIC_RELAXED);
+    } else {
+        rc = CUDA_ERROR_NOT_SUPPORTED;
+    }
+    pthread_mutex_unlock(&fk_mu);
+    fk_log(0, abi, rc, "pool=0x%lx attr=%d value=%llu", (unsigned long)(uintptr_t)pool, (int)a,
+           v ? (unsigned long long)*u : 0ull);
+    return rc;
+}
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void *v)
+{
+    return fk_pool_attr("cuMemPoolGetAttribute", pool, a, v, 0);
+}
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void *v)
+{
+    return fk_pool_attr("cuMemPoolSetAttribute", pool, a, v, 1);
+}
+
+/* 80 GiB of device memory; free: what stream-ordered allocations do not hold. */
+CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
+{
+    CUresult rc = fk_need_ctx(fk_injected("cuMemGetInfo_v2"));
+    const size_t total = 80ull << 30;
+    if (!rc && (!free_b || !total_b))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) {
+        *total_b = total;
+        *free_b = total - __atomic_load_n(&fk_async_live, __ATOMIC_RELAXED);
+    }
+    fk_log(0, "cuMemGetInfo_v2", rc, "%s", "");
+    return rc;
+}
 
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice d)
 {

@@ -8,6 +8,10 @@
  *                  double and foreign frees, memsets outside device memory
  *   reuse          alloc, launch, free, alloc, launch, free on one stream, no sync between
  *   keep           frees of one size, a larger allocation, a free, cuMemPoolTrimTo
+ *   pool [lowkeep] the pool's release threshold set to the maximum, as PyTorch's
+ *                  cudaMallocAsync allocator sets it (lowkeep: left at 0), then 3 MiB in
+ *                  use at the peak: three 1 MiB blocks, two freed, a synchronize, a 2 MiB
+ *                  block, every block freed, a synchronize
  */
 #include "tests/stub/progs/common.h"
 
@@ -100,6 +104,30 @@ static void scen_keep(void)
     said("cuStreamSynchronize", d.streamSynchronize(s));
 }
 
+static void scen_pool(int keep)
+{
+    CUstream s = w.s[0];
+    CUdeviceptr a[3] = { 0 }, b = 0;
+    CUmemoryPool pool = NULL;
+    cuuint64_t max = ~0ull;
+    said("cuDeviceGetDefaultMemPool", d.defaultMemPool(&pool, 0));
+    if (keep)
+        said("cuMemPoolSetAttribute threshold", d.memPoolSetAttribute(pool,
+             CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &max));
+    for (int i = 0; i < 3; i++) {
+        said("cuMemAllocAsync 1M", d.memAllocAsync(&a[i], 1 << 20, s));
+        said("ka", launch_ka(&d, &w, s, i, a[i]));
+    }
+    said("cuMemFreeAsync 1M", d.memFreeAsync(a[0], s));
+    said("cuMemFreeAsync 1M", d.memFreeAsync(a[1], s));
+    said("cuStreamSynchronize", d.streamSynchronize(s));
+    said("cuMemAllocAsync 2M", d.memAllocAsync(&b, 2 << 20, s));
+    said("ka", launch_ka(&d, &w, s, 7, b));
+    said("cuMemFreeAsync 2M", d.memFreeAsync(b, s));
+    said("cuMemFreeAsync 1M", d.memFreeAsync(a[2], s));
+    said("cuStreamSynchronize", d.streamSynchronize(s));
+}
+
 int main(int argc, char **argv)
 {
     const char *method = prog_lookup(&argc, &argv);
@@ -114,8 +142,10 @@ int main(int argc, char **argv)
         scen_reuse();
     } else if (strcmp(sc, "keep") == 0) {
         scen_keep();
+    } else if (strcmp(sc, "pool") == 0) {
+        scen_pool(!(argc > 2 && strcmp(argv[2], "lowkeep") == 0));
     } else {
-        printf("usage: alloc [-l METHOD] seq|errors|reuse|keep\n");
+        printf("usage: alloc [-l METHOD] seq|errors|reuse|keep|pool [lowkeep]\n");
         return 2;
     }
     printf("done\n");

@@ -24,6 +24,7 @@ static const drv_row_t drv_rows[] = {
     ROW(primaryCtxGetState, "cuDevicePrimaryCtxGetState", 13000, "cuDevicePrimaryCtxGetState", NULL),
     ROW(defaultMemPool, "cuDeviceGetDefaultMemPool", 13000, "cuDeviceGetDefaultMemPool", NULL),
     ROW(memPoolTrimTo, "cuMemPoolTrimTo", 13000, "cuMemPoolTrimTo", NULL),
+    ROW(memPoolSetAttribute, "cuMemPoolSetAttribute", 13000, "cuMemPoolSetAttribute", NULL),
     ROW(ctxGetCurrent, "cuCtxGetCurrent", 13000, "cuCtxGetCurrent", NULL),
     ROW(ctxSetCurrent, "cuCtxSetCurrent", 13000, "cuCtxSetCurrent", NULL),
     ROW(ctxGetDevice, "cuCtxGetDevice", 12000, "cuCtxGetDevice", NULL),

@@ -70,6 +70,7 @@ typedef struct {
     PROG_FN(cuMemFreeAsync) memFreeAsync;
     PROG_FN(cuMemAllocFromPoolAsync) memAllocFromPoolAsync;
     PROG_FN(cuMemPoolTrimTo) memPoolTrimTo;
+    PROG_FN(cuMemPoolSetAttribute) memPoolSetAttribute;
     PROG_FN(cuMemsetD8Async) memsetD8Async;
     PROG_FN(cuMemsetD16Async) memsetD16Async;
     PROG_FN(cuMemsetD32Async) memsetD32Async;
