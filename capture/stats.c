@@ -174,6 +174,10 @@ void tcf_stats_print(void)
         tcf_cat(line, sizeof line, &len, "%s%s %llu", i ? ", " : "", r[i].name,
                 (unsigned long long)r[i].count);
     tcf_out("  boundaries    %s", len ? line : "(none)");
+    /* Every boundary call from every thread, whether it closed a window or found none open:
+     * a thread that polls one (a watchdog's event query) shows here, not above. */
+    tcf_out("  boundary calls %llu (the windows they closed are counted above)",
+            (unsigned long long)atomic_load(&tcf_ctr.boundary_calls));
     unsigned long long fs = atomic_load(&tcf_ctr.frees_stream);
     tcf_out("  allocator     %llu allocs, %llu frees (%llu stream-ordered); frees visible: %s",
             (unsigned long long)atomic_load(&tcf_ctr.allocs),
