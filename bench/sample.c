@@ -6,7 +6,8 @@
  * else between two SIGUSR2s the program sends itself (bench/programs/common.py's
  * sampling(): the measured iterations alone); the handler keeps the interrupted call stack
  * (libunwind when present, else glibc's backtrace). At exit the stacks and the loaded
- * modules go to SAMPLE_OUT (default sample.out); bench/sample-report names the frames
+ * modules go to SAMPLE_OUT (default sample.out; a "%p" in it is the process id, so that
+ * the ranks torchrun starts write a file each); bench/sample-report names the frames
  * (nm, addr2line) and prints shares by module and by function, self and inclusive.
  * With SAMPLE_THREADS=1 every thread the program creates later (pthread_create: PyTorch's
  * autograd thread runs a training step's backward) gets its own timer too, and its
@@ -114,6 +115,12 @@ __attribute__((destructor)) static void sample_stop(void)
         timer_delete(timers[t]);
     signal(SIGPROF, SIG_IGN);
     const char *path = getenv("SAMPLE_OUT");
+    char name[4096];
+    const char *pp = path ? strstr(path, "%p") : NULL;
+    if (pp && strlen(path) < sizeof name - 16) {  /* one file a process: torchrun's ranks */
+        snprintf(name, sizeof name, "%.*s%d%s", (int)(pp - path), path, (int)getpid(), pp + 2);
+        path = name;
+    }
     FILE *f = fopen(path && *path ? path : "sample.out", "w");
     if (!f)
         return;

@@ -74,3 +74,17 @@ EOF
     [ "$status" = 0 ]
     ! grep -q 'thread  1' <<<"$output"
 }
+
+@test "sampler: a %p in SAMPLE_OUT is each process's id (torchrun's ranks write a file each)" {
+    # a launcher and two ranks, as torchrun starts them, each preloaded and sampled
+    SAMPLE_US=1000 SAMPLE_DELAY_S=0.001 SAMPLE_OUT="$T/rank.%p.out" LD_PRELOAD="$T/libsample.so" \
+        sh -c '"$0" & a=$!; "$0" & b=$!; wait; echo "$a $b" >"$1"' "$T/spin" "$T/pids"
+    local p
+    for p in $(cat "$T/pids"); do
+        [ -s "$T/rank.$p.out" ] || { ls "$T"; return 1; }
+        run bench/sample-report --top 3 "$T/rank.$p.out"
+        [ "$status" = 0 ]
+        grep -q 'spin_main' <<<"$output" || { echo "$output"; return 1; }
+    done
+    [ ! -e "$T/rank.%p.out" ]
+}
