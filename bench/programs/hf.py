@@ -5,13 +5,18 @@ every output byte, so that a run under tcfuse is compared with eager bitwise.
 
     hf.py MODEL [--batch B] [--seq S] [--layers L] [--iters N] [--warmup W] [--compile]
           [--compile-mode MODE] [--census [--kernels FILE]] [--deterministic]
-          [--attn sdpa|eager]
+          [--attn sdpa|eager] [--parallel ddp|fsdp]
 
 MODEL: gpt2 (default 1 x 32), llama (bf16, hidden 2048, 8 layers, intermediate 5632,
 16 heads; default 4 x 2048, GPU-bound), bert (8 x 128), llama-train (hidden 1024, 8 layers,
 8 x 1024). --compile wraps the model (or the step) in torch.compile (--compile-mode MODE:
 with that mode, e.g. reduce-overhead). --census prints, per
 kernel family (families.py), launches and GPU time of one iteration from torch.profiler.
+--parallel (llama-train, under torchrun: one process a GPU, NCCL) trains data-parallel:
+ddp wraps the model in DistributedDataParallel, fsdp shards each decoder layer and the
+root with fully_shard; every rank starts from the same weights and draws its own batches.
+Rank 0 prints the lines below, its own times, and a checksum over every rank's losses and
+the final parameters (gathered whole); "rank_checksums" lists each rank's part.
 
 Output lines: "iter_ms <t1> <t2> ...", "median_ms <m>", "first_ms <t>", "host_ms <t1> ..."
 (each measured iteration's time until the call returned, before the synchronize: the
@@ -59,7 +64,10 @@ def build(torch, name, layers=None, attn=None):
 
 
 def digest_update(h, torch, t):
-    t = t.detach().to("cpu").contiguous()
+    t = t.detach()
+    if hasattr(t, "full_tensor"):   # an FSDP shard (DTensor): the whole parameter
+        t = t.full_tensor()
+    t = t.to("cpu").contiguous()
     h.update(str(t.dtype).encode() + str(tuple(t.shape)).encode())
     t = t.reshape(-1)  # a 0-dim tensor (the loss) cannot be viewed as bytes
     h.update((t.to(torch.uint8) if t.dtype == torch.bool else t).view(torch.uint8).numpy().tobytes())
@@ -85,21 +93,40 @@ def main():
     ap.add_argument("--deterministic", action="store_true",
                     help="torch.use_deterministic_algorithms (warn only): a training step's "
                          "backward uses atomics otherwise, and two eager runs differ")
+    ap.add_argument("--parallel", choices=["ddp", "fsdp"],
+                    help="llama-train data-parallel over torchrun's processes (NCCL)")
     a = ap.parse_args()
     if a.kernels and not a.census:
         ap.error("--kernels needs --census (the kernels are those of the profiled iteration)")
+    if a.parallel and (a.model != "llama-train" or "LOCAL_RANK" not in os.environ):
+        ap.error("--parallel trains llama-train under torchrun (LOCAL_RANK unset or another model)")
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     if a.deterministic:
         torch.use_deterministic_algorithms(True, warn_only=True)
-    dev = torch.device("cuda")
+    rank, dist = 0, None
+    if a.parallel:
+        import torch.distributed as dist
+        rank = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(rank)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
+    dev = torch.device("cuda", rank) if a.parallel else torch.device("cuda")
     batch, seq = a.batch or DEFAULTS[a.model][0], a.seq or DEFAULTS[a.model][1]
-    model, dtype = build(torch, a.model, a.layers, a.attn)
+    model, dtype = build(torch, a.model, a.layers, a.attn)   # seeded: the same on every rank
     model = model.to(dev, dtype)
-    g = torch.Generator().manual_seed(1)
+    g = torch.Generator().manual_seed(1 + rank)
     vocab = model.config.vocab_size
     train = a.model == "llama-train"
+    params = model.parameters
+    if a.parallel == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+        model = DistributedDataParallel(model, device_ids=[rank])
+    elif a.parallel == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+        for layer in model.model.layers:
+            fully_shard(layer)
+        fully_shard(model)
 
     if train:
         model.train()
@@ -147,17 +174,27 @@ def main():
     for o in outs:
         digest_update(h, torch, o)
     if train:
-        for p in model.parameters():
+        for p in params():
             digest_update(h, torch, p)
+    digest = h.hexdigest()
+    if a.parallel:   # every rank's losses and parameters, in rank order
+        parts = [None] * dist.get_world_size()
+        dist.all_gather_object(parts, digest)
+        dist.destroy_process_group()
+        if rank:
+            return
+        digest = hashlib.sha256(" ".join(parts).encode()).hexdigest()
+        print("rank_checksums " + " ".join(parts))
     meas = times[a.warmup:]
-    print("model %s batch %d seq %d dtype %s%s" % (a.model, batch, seq, str(dtype)[6:],
-                                                   (" compiled " + (a.compile_mode or "default"))
-                                                   if a.compile else ""))
+    print("model %s batch %d seq %d dtype %s%s%s" % (
+        a.model, batch, seq, str(dtype)[6:],
+        (" compiled " + (a.compile_mode or "default")) if a.compile else "",
+        (" %s over %d ranks" % (a.parallel, len(parts))) if a.parallel else ""))
     print("first_ms %.3f" % times[0])
     print("iter_ms " + " ".join("%.3f" % t for t in meas))
     print("median_ms %.3f" % statistics.median(meas))
     print("host_ms " + " ".join("%.3f" % t for t in host[a.warmup:]))
-    print("checksum %s" % h.hexdigest())
+    print("checksum %s" % digest)
 
     if a.census:
         import families

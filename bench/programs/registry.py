@@ -1,7 +1,9 @@
 """The programs bench/run-all measures and bench/programs/trace records: for each, its
 command line, its host (which decides the variants that apply: torch.compile is a one-line
 switch only in the Python PyTorch programs), the binary bench/programs/build makes for it,
-and the shorter arguments of a traced run. Paths are relative to the repository's root."""
+the shorter arguments of a traced run, and the GPUs it needs ("gpus": one process a GPU
+under torchrun, `python -m torch.distributed.run`). Paths are relative to the repository's
+root."""
 import os
 import sys
 
@@ -20,6 +22,15 @@ PROGRAMS = {
     "bert-8x128": {"host": "pytorch", "args": HF + ["bert", "--iters", "20", "--warmup", "5"]},
     "llama-train": {"host": "pytorch", "args": HF + ["llama-train", "--deterministic", "--attn",
                                                      "eager", "--iters", "6", "--warmup", "3"]},
+    # The training step data-parallel on two GPUs (NCCL), every rank preloaded through
+    # torchrun as `tcfuse run -- torchrun ...` does: no torch.compile variant (a program of
+    # several processes is not one switch away from it).
+    "llama-ddp": {"host": "pytorch-dist", "gpus": 2,
+                  "args": HF + ["llama-train", "--parallel", "ddp", "--deterministic", "--attn",
+                                "eager", "--iters", "6", "--warmup", "3"]},
+    "llama-fsdp": {"host": "pytorch-dist", "gpus": 2,
+                   "args": HF + ["llama-train", "--parallel", "fsdp", "--deterministic", "--attn",
+                                 "eager", "--iters", "6", "--warmup", "3"]},
     # torchvision ResNet-50, bf16 channels-last: GPU-bound at 64 images, host-bound at 1.
     "resnet50-b64": {"host": "pytorch", "args": ["bench/programs/resnet.py", "--batch", "64"],
                      "trace": ["--batch", "8", "--iters", "1", "--warmup", "1"]},
@@ -56,6 +67,9 @@ def command(name, variant="eager", trace=False, python=None):
     if variant == "compile":
         args.append("--compile")
     exe = os.path.join(ROOT, args[0])
+    if p.get("gpus"):   # torchrun, which starts one rank a GPU with the same environment
+        return [python or sys.executable, "-m", "torch.distributed.run", "--standalone",
+                "--nproc_per_node=%d" % p["gpus"], exe] + args[1:]
     if args[0].endswith(".py"):
         return [python or sys.executable, exe] + args[1:]
     return [exe] + args[1:]

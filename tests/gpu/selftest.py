@@ -423,6 +423,37 @@ def main():
               sorted(r["variant"] for r in res) == ["eager", "fuse", "fuse-cold"],
               "run-all fill", out[-800:])
 
+        # --one-cache: every compiling mode on one disk cache, cold and fill runs for the first
+        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,fuse,full",
+                     "--out", os.path.join(d, "oc"), "--fill", "--one-cache")
+        res = json.load(open(os.path.join(d, "oc", "results.json")))["results"]
+        caches = {r["variant"]: [x for x in r["stats"] if "(fake) cache" in x] for r in res}
+        check(rc == 0 and "fuse-fill rc 0" in out and "full-fill" not in out and
+              sorted(r["variant"] for r in res) == ["eager", "full", "fuse", "fuse-cold"] and
+              caches["fuse"] == caches["full"] == ["tcfuse:   (fake) cache one"],
+              "run-all one cache", out[-800:] + repr(caches))
+        # A program of two GPUs (torchrun's ranks) is not run on a machine of one, and is
+        # started through torchrun where there are two.
+        rc, out = ra("--fake", "--programs", "llama-ddp,smallk", "--repeats", "1", "--variants", "eager,fuse",
+                     "--out", os.path.join(d, "g1"))
+        res = json.load(open(os.path.join(d, "g1", "results.json")))["results"]
+        check(rc == 0 and "llama-ddp      not run (needs 2 GPUs, this machine has 1)" in out and
+              "2 runs not started" in out and {r["program"] for r in res} == {"smallk"},
+              "run-all too few GPUs", out[-800:])
+        env["RUNALL_FAKE_GPUS"] = "2"
+        rc, out = ra("--fake", "--programs", "llama-ddp", "--repeats", "1", "--variants", "eager,fuse",
+                     "--out", os.path.join(d, "g2"))
+        del env["RUNALL_FAKE_GPUS"]
+        res = json.load(open(os.path.join(d, "g2", "results.json")))["results"]
+        check(rc == 0 and sorted(r["variant"] for r in res) == ["eager", "fuse", "fuse-cold"],
+              "run-all two GPUs", out[-800:])
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "programs"))
+        import registry
+        cmd = registry.command("llama-ddp", python="py")
+        check(cmd[:5] == ["py", "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"] and
+              cmd[5].endswith("bench/programs/hf.py") and cmd[6:9] == ["llama-train", "--parallel", "ddp"],
+              "registry torchrun", repr(cmd))
+
         ptests_checks(d)
         check_reduce_check(os.path.join(d, "reduce"))
     print("selftest: %d passed, %d failed" % (passed, failed))
