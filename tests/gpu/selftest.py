@@ -447,6 +447,16 @@ def main():
         res = json.load(open(os.path.join(d, "g2", "results.json")))["results"]
         check(rc == 0 and sorted(r["variant"] for r in res) == ["eager", "fuse", "fuse-cold"],
               "run-all two GPUs", out[-800:])
+        # --sample: the sampler preloaded in front of the library in each measured run,
+        # one file a process, reported in samples.txt
+        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,fuse",
+                     "--out", os.path.join(d, "sa"), "--sample")
+        res = json.load(open(os.path.join(d, "sa", "results.json")))["results"]
+        rep = open(os.path.join(d, "sa", "samples.txt")).read()
+        check(rc == 0 and "2 sampled processes" in out and "runs sampled (--sample)" in out and
+              [r["variant"] for r in res if r.get("sampled")] == ["eager", "fuse"] and
+              "=== smallk.eager.r0." in rep and "=== smallk.fuse.r0." in rep and ": 2 samples" in rep,
+              "run-all sample", out[-800:] + rep[:400])
         sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "programs"))
         import registry
         cmd = registry.command("llama-ddp", python="py")
