@@ -133,13 +133,38 @@ static void tcf_print_lengths(uint64_t windows)
     tcf_out("  window sizes %s", len ? line : " (none)");
 }
 
+/* ", rank R of W" where a launcher of torch.distributed's (torchrun, torch.multiprocessing
+ * with its environment) named this process's rank: each rank prints its own summary, and
+ * a pid says nothing of which rank it was. Digits only: anything else is not a rank. */
+static void tcf_rank_suffix(char *buf, size_t n)
+{
+    const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
+    buf[0] = 0;
+    if (!r || !w || !*r || !*w || strlen(r) > 9 || strlen(w) > 9 ||
+        strspn(r, "0123456789") != strlen(r) || strspn(w, "0123456789") != strlen(w))
+        return;
+    snprintf(buf, n, ", rank %s of %s", r, w);
+}
+
+int tcf_stats_idle(void)
+{
+    return !atomic_load(&tcf_ctr.launches) && !atomic_load(&tcf_ctr.allocs) &&
+           !atomic_load(&tcf_ctr.ops) && !atomic_load(&tcf_ctr.frees);
+}
+
 void tcf_stats_print(void)
 {
+    char rank[48];
+    tcf_rank_suffix(rank, sizeof rank);
+    tcf_out("stats: mode %s, pid %d%s", tcf_mode_name(tcf_cfg.mode), (int)getpid(), rank);
+    if (tcf_stats_idle()) {   /* a launcher (torchrun's agent) that only asked the driver */
+        tcf_out("  no GPU work  no kernel launched, nothing allocated, copied or set");
+        return;
+    }
     /* At exit: a holder that exit interrupted never lets go; the figures are read as
      * they stand (the tables have fixed sizes: a half-made update misreads, never faults). */
     int locked = tcf_lock_at_exit(&tcf_slock);
     uint64_t windows = atomic_load(&tcf_ctr.windows);
-    tcf_out("stats: mode %s, pid %d", tcf_mode_name(tcf_cfg.mode), (int)getpid());
     tcf_out("  launches      %llu (%u distinct kernels)",
             (unsigned long long)atomic_load(&tcf_ctr.launches), tcf_kernel_count());
     if (tcf_lengths)
@@ -176,7 +201,7 @@ void tcf_stats_print(void)
     tcf_out("  boundaries    %s", len ? line : "(none)");
     /* Every boundary call from every thread, whether it closed a window or found none open:
      * a thread that polls one (a watchdog's event query) shows here, not above. */
-    tcf_out("  boundary calls %llu (the windows they closed are counted above)",
+    tcf_out("  calls         %llu boundary calls from every thread (the windows they closed are above)",
             (unsigned long long)atomic_load(&tcf_ctr.boundary_calls));
     unsigned long long fs = atomic_load(&tcf_ctr.frees_stream);
     tcf_out("  allocator     %llu allocs, %llu frees (%llu stream-ordered); frees visible: %s",

@@ -527,7 +527,7 @@ void tcf_capture_shutdown(void)
     tcf_close_all("exit");
     if (tcf_cfg.stats) {
         tcf_stats_print();
-        if (tcf_up.stats)
+        if (tcf_up.stats && !tcf_stats_idle())
             tcf_up.stats();
     }
     tcf_trace_close();

@@ -54,6 +54,27 @@ expect_reason() {
     [ ! -s "$T/unset.err" ]
 }
 
+@test "stats: a process torch.distributed's launcher started says its rank; one that did no GPU work says so in one line" {
+    RANK=1 WORLD_SIZE=2 tcf ranked "$PROGS/scen" windows
+    [ "$status" = 0 ]
+    expect_line "$T/ranked.err" '^tcfuse: stats: mode observe, pid [0-9]+, rank 1 of 2$'
+    expect_stat ranked launches '12 \(4 distinct kernels\)'
+    # what is not a rank is left out
+    RANK=x1 WORLD_SIZE=2 stats notrank "$PROGS/scen" windows
+    # a launcher: the driver asked, nothing launched or allocated
+    RANK=0 WORLD_SIZE=2 tcf asks "$PROGS/scen" asks
+    [ "$status" = 0 ]
+    expect_line "$T/asks.err" '^tcfuse: stats: mode observe, pid [0-9]+, rank 0 of 2$'
+    expect_line "$T/asks.err" '^tcfuse:   no GPU work  no kernel launched, nothing allocated, copied or set$'
+    ! grep -q 'launches  \|windows  \|boundaries  ' "$T/asks.err"
+    expect_line "$T/asks.err" '^tcfuse:   hooks +[0-9]+ lookups'
+    # in fuse mode the acting layer adds nothing either
+    TCFUSE_MODE=fuse tcf asksfuse "$PROGS/scen" asks
+    [ "$status" = 0 ]
+    expect_line "$T/asksfuse.err" '^tcfuse: stats: mode fuse, pid [0-9]+$'
+    ! grep -q 'decoded  \|held  \|fused  ' "$T/asksfuse.err"
+}
+
 @test "stats: windows closed by a sync, an event record, an unknown call and exit" {
     stats w "$PROGS/scen" windows
     expect_stat w launches '12 \(4 distinct kernels\)'

@@ -24,6 +24,8 @@
  *   ops          ka memsetD8 DtoD memsetD32 kb memsetD16 |cuStreamSynchronize
  *                = 1 window: 2 launches, 4 ops
  *   setup        the setup alone: a context, streams, buffers, no launch
+ *   asks         cuInit and cuDeviceGet, nothing else (no context, no allocation): what a
+ *                launcher such as torchrun's agent does before it starts the ranks
  */
 #include "tests/stub/progs/common.h"
 
@@ -294,6 +296,13 @@ int main(int argc, char **argv)
     const char *sc = argc > 1 ? argv[1] : "";
     const char *arg = argc > 2 ? argv[2] : "";
     drv_open(&d, method);
+    if (strcmp(sc, "asks") == 0) {   /* a launcher's part: the driver asked, no GPU work */
+        CUdevice dev;
+        said("cuInit", d.init(0));
+        said("cuDeviceGet", d.deviceGet(&dev, 0));
+        printf("done\n");
+        return 0;
+    }
     world_init(&d, &w);
     if (strcmp(sc, "setup") == 0) {
         ;
@@ -329,7 +338,7 @@ int main(int argc, char **argv)
         said("cuStreamSynchronize", d.streamSynchronize(w.s[0]));
     } else {
         printf("usage: scen [-l METHOD] setup|launch|windows|repeat|sizecap N|idle MS|streams|ops|"
-               "boundary X|query X\n");
+               "boundary X|query X|asks\n");
         return 2;
     }
     printf("done\n");
