@@ -218,6 +218,11 @@ void tcf_capture_boundary(const char *call)
 }
 
 /* --- appending ---------------------------------------------------------------------- */
+uint64_t tcf_event_now(void)
+{
+    return tcf_idle_ns || tcf_trace_on() ? tcf_now_ns() : 0;
+}
+
 /* Makes room for one event (and `bytes` of parameters); returns it, or NULL. The window
  * is locked; an idle gap closes the previous window first. */
 tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
@@ -262,7 +267,7 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
 tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, uint64_t size,
                                   CUstream stream)
 {
-    tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
+    tcf_event_t *e = tcf_window_append(w, tcf_event_now(), 0);
     if (!e)
         return NULL;
     uint64_t t = e->t;
@@ -410,7 +415,7 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
         w = tcf_window_for(stream, ptds);
     if (!w)
         return;
-    uint64_t now = tcf_now_ns();
+    uint64_t now = tcf_event_now();
     const tcf_launch_t l = { .via = via, .stream = stream, .k = k, .grid = { gx, gy, gz },
                              .block = { bx, by, bz }, .smem = smem, .params = params,
                              .extra = extra, .attrs = attrs, .nattrs = attrs ? nattrs : 0 };
@@ -423,7 +428,7 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
 /* An event on a stream goes into its window; one without a stream straight to the trace. */
 static void tcf_capture_other(tcf_event_t *proto, CUstream stream, int has_stream, int ptds)
 {
-    proto->t = tcf_now_ns();
+    proto->t = tcf_event_now();
     proto->stream = (uint64_t)(uintptr_t)stream;
     tcf_window_t *w = has_stream ? tcf_window_for(stream, ptds) : NULL;
     if (!w) {

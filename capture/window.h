@@ -115,6 +115,11 @@ tcf_window_t *tcf_window_for(CUstream stream, int ptds);
 /* Makes room for one event and `bytes` of parameters (w locked); returns it, its time set
  * to now, or NULL when out of memory. An idle gap closes the previous window first. */
 tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes);
+/* The time to give an event: the monotonic clock where something reads it (observe mode's
+ * idle closes, the trace), else 0. A clock read is a fifth of observe's cost per launch
+ * on the stand-in, and a system call where a virtual machine's clock has no vDSO path;
+ * fuse, graph and full mode without a trace read nothing of it. */
+uint64_t tcf_event_now(void);
 /* cuMemFreeAsync(ptr, stream) held in w behind its held work (w->lock held): a held free
  * event appended (u.m.size: the block's size, 0 when unknown), w->nheld (and with a size
  * w->nfree) and the free counters raised. NULL when no memory. */

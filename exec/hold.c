@@ -96,7 +96,7 @@ static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint
                                     unsigned smem)
 {
     uint32_t bytes = (k->param_bytes + 7u) & ~7u;
-    tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), bytes);
+    tcf_event_t *e = tcf_window_append(w, tcf_event_now(), bytes);
     if (!e)
         return NULL;
     if (!w->ops) {  /* no room for the op: give the slot back */

@@ -188,7 +188,7 @@ static void tcf_rexit(void)
 static int tcf_rappend_launch(tcf_window_t *w, const void *arg)
 {
     const tcf_launch_t *l = arg;
-    if (!tcf_window_add_launch(w, l, 1, CUDA_SUCCESS, tcf_now_ns()))
+    if (!tcf_window_add_launch(w, l, 1, CUDA_SUCCESS, tcf_event_now()))
         return -1;
     atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&l->k->launches, 1, memory_order_relaxed);
@@ -199,7 +199,7 @@ static int tcf_rappend_launch(tcf_window_t *w, const void *arg)
 /* Appends a held memset or copy (arg: its event, filled but for the time). */
 static int tcf_rappend_op(tcf_window_t *w, const void *arg)
 {
-    tcf_event_t *e = tcf_window_append(w, tcf_now_ns(), 0);
+    tcf_event_t *e = tcf_window_append(w, tcf_event_now(), 0);
     if (!e)
         return -1;
     uint64_t t = e->t;
