@@ -383,11 +383,11 @@ tcf_event_t *tcf_window_add_launch(tcf_window_t *w, const tcf_launch_t *l, int h
 
 static tcf_kernel_t *tcf_count_launch(CUfunction f, CUresult rc)
 {
-    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+    tcf_count(&tcf_ctr.launches);   /* per thread: count.h */
     if (rc != CUDA_SUCCESS)
         atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
     tcf_kernel_t *k = tcf_kernel_get(f);
-    atomic_fetch_add_explicit(&k->launches, 1, memory_order_relaxed);
+    tcf_count(&k->launches);
     return k;
 }
 
@@ -531,6 +531,7 @@ void tcf_capture_shutdown(void)
         tcf_up.stop();
     tcf_close_all("exit");
     if (tcf_cfg.stats) {
+        tcf_count_settle();   /* every thread's counts, before anything reads them */
         tcf_stats_print();
         if (tcf_up.stats && !tcf_stats_idle())
             tcf_up.stats();

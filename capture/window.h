@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "capture/capture.h"
+#include "capture/count.h"
 #include "capture/key.h"
 #include "codegen/op.h"
 #include "recognize/recognize.h"

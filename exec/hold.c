@@ -113,8 +113,8 @@ static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint
     w->ops[idx] = *op;
     w->nlaunch++;
     w->ndec++;
-    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->decoded, 1, memory_order_relaxed);  /* counts as a launch */
+    tcf_count(&tcf_ctr.launches);   /* per thread: capture/count.h */
+    tcf_count(&k->decoded);         /* counts as a launch */
     return e;
 }
 
@@ -127,9 +127,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
     tcf_fkern_begin();
     int absent = tcf_fkern_absent();
     if (absent) {  /* no NVRTC or no worker: nothing can be fused, all runs as issued */
-        atomic_fetch_add_explicit(absent == TCF_ABSENT_NVRTC ? &tcf_xctr.no_nvrtc
-                                                             : &tcf_xctr.no_worker,
-                                  1, memory_order_relaxed);
+        tcf_count(absent == TCF_ABSENT_NVRTC ? &tcf_xctr.no_nvrtc : &tcf_xctr.no_worker);
         tcf_flush_held(NULL, "other-work");
         return 0;
     }
@@ -175,13 +173,13 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
         switch (tcf_site_hold(site)) {
         case TCF_SITE_PASS:
             start = 0;
-            atomic_fetch_add_explicit(&tcf_xctr.site_passed, 1, memory_order_relaxed);
+            tcf_count(&tcf_xctr.site_passed);
             break;
         case TCF_SITE_PROBE:
-            atomic_fetch_add_explicit(&tcf_xctr.site_probes, 1, memory_order_relaxed);
+            tcf_count(&tcf_xctr.site_probes);
             break;
         case TCF_SITE_PROBE_TABLE:
-            atomic_fetch_add_explicit(&tcf_xctr.site_probes_table, 1, memory_order_relaxed);
+            tcf_count(&tcf_xctr.site_probes_table);
             break;
         case TCF_SITE_HOLD:
             break;
@@ -190,11 +188,11 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
     if (start || w->nheld) {  /* held: issued with its window's plan */
         if (tcf_fuse_append(w, k, buf, &op, 1, CUDA_SUCCESS, stream, grid, block, smem)) {
             if (!w->nheld) {
-                atomic_fetch_add_explicit(&tcf_xctr.holds, 1, memory_order_relaxed);
+                tcf_count(&tcf_xctr.holds);
                 w->hold_site = site;
             }
             w->nheld++;
-            atomic_fetch_add_explicit(&tcf_xctr.held, 1, memory_order_relaxed);
+            tcf_count(&tcf_xctr.held);
             *result = CUDA_SUCCESS;
             taken = 1;
             /* Exit handlers run in reverse order of registration: registered at the first
@@ -209,7 +207,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
                                             NULL);
         if (rc != CUDA_SUCCESS)
             atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&tcf_xctr.passed, 1, memory_order_relaxed);
+        tcf_count(&tcf_xctr.passed);
         if (!tcf_fuse_append(w, k, buf, &op, 0, rc, stream, grid, block, smem)) {
             atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&tcf_ctr.oom, 1, memory_order_relaxed);

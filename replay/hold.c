@@ -190,9 +190,9 @@ static int tcf_rappend_launch(tcf_window_t *w, const void *arg)
     const tcf_launch_t *l = arg;
     if (!tcf_window_add_launch(w, l, 1, CUDA_SUCCESS, tcf_event_now()))
         return -1;
-    atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&l->k->launches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&tcf_rctr.held, 1, memory_order_relaxed);
+    tcf_count(&tcf_ctr.launches);   /* per thread: capture/count.h */
+    tcf_count(&l->k->launches);
+    tcf_count(&tcf_rctr.held);
     return 0;
 }
 
@@ -206,8 +206,8 @@ static int tcf_rappend_op(tcf_window_t *w, const void *arg)
     *e = *(const tcf_event_t *)arg;
     e->t = t;
     w->nops++;
-    atomic_fetch_add(&tcf_ctr.ops, 1);
-    atomic_fetch_add_explicit(&tcf_rctr.held_ops, 1, memory_order_relaxed);
+    tcf_count(&tcf_ctr.ops);
+    tcf_count(&tcf_rctr.held_ops);
     return 0;
 }
 
