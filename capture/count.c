@@ -8,9 +8,9 @@
  * later. Tables are never freed (a settle may be reading one): an ended thread's table
  * is settled, cleared and handed to the next new thread. */
 #include <pthread.h>
-#include <stdlib.h>
 
 #include "base/base.h"
+#include "base/fault.h"
 #include "capture/count.h"
 
 #define TCF_COUNT_PROBES 16   /* slots looked at before counting on the counter itself */
@@ -92,7 +92,7 @@ static tcf_ctab_t *tcf_count_table(void)
     tcf_ctab_t *t = atomic_load(&tcf_ctabs);
     while (t && t->owned)
         t = t->next;
-    if (!t && (t = calloc(1, sizeof *t)) != NULL) {
+    if (!t && (t = tcf_calloc(1, sizeof *t)) != NULL) {   /* signals deferred; site alloc */
         pthread_mutex_init(&t->lock, NULL);
         t->next = atomic_load(&tcf_ctabs);
         atomic_store_explicit(&tcf_ctabs, t, memory_order_release);
