@@ -133,17 +133,14 @@ static void tcf_print_lengths(uint64_t windows)
     tcf_out("  window sizes %s", len ? line : " (none)");
 }
 
-/* ", rank R of W" where a launcher of torch.distributed's (torchrun, torch.multiprocessing
- * with its environment) named this process's rank: each rank prints its own summary, and
- * a pid says nothing of which rank it was. Digits only: anything else is not a rank. */
+/* ", rank R of W" where a launcher of torch.distributed's named this process's rank
+ * (tcf_rank): each rank prints its own summary, and a pid says nothing of which rank. */
 static void tcf_rank_suffix(char *buf, size_t n)
 {
-    const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
+    char r[10], w[10];
     buf[0] = 0;
-    if (!r || !w || !*r || !*w || strlen(r) > 9 || strlen(w) > 9 ||
-        strspn(r, "0123456789") != strlen(r) || strspn(w, "0123456789") != strlen(w))
-        return;
-    snprintf(buf, n, ", rank %s of %s", r, w);
+    if (tcf_rank(r, w))
+        snprintf(buf, n, ", rank %s of %s", r, w);
 }
 
 int tcf_stats_idle(void)

@@ -86,8 +86,15 @@ void tcf_log(tcf_level_t lvl, const char *fmt, ...) __attribute__((format(printf
 /* The same, unconditionally and uncapped: for output the user asked for (stats, config). */
 void tcf_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Expands "%p" in a path template to the pid. Returns 0, or -1 if it does not fit. */
+/* Expands "%p" in a path template to the pid and "%r" to the process's rank (tcf_rank),
+ * or "pid" and the pid where it has none ("%%" is a '%'). Returns 0, or -1 if it does not
+ * fit. */
 int tcf_expand_path(const char *tmpl, char *out, size_t cap);
+
+/* The rank a launcher of torch.distributed's (torchrun, torch.multiprocessing with its
+ * environment) gave this process, from RANK and WORLD_SIZE: 1 and both copied (digits,
+ * at most 9 each), or 0 when either is unset or not a number. */
+int tcf_rank(char rank[10], char world[10]);
 
 #define TCF_VERSION "0.1.0"
 

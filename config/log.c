@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -148,16 +149,34 @@ void tcf_log_reset(void)
     atomic_store(&tcf_log_lines, 0);
 }
 
+static int tcf_digits(const char *s, char out[10])
+{
+    size_t n = s ? strlen(s) : 0;
+    if (!n || n > 9 || strspn(s, "0123456789") != n)
+        return 0;
+    memcpy(out, s, n + 1);
+    return 1;
+}
+
+int tcf_rank(char rank[10], char world[10])
+{
+    return tcf_digits(getenv("RANK"), rank) && tcf_digits(getenv("WORLD_SIZE"), world);
+}
+
 int tcf_expand_path(const char *tmpl, char *out, size_t cap)
 {
-    char pid[24];
+    char pid[24], rank[24], world[10];
     int pid_len = snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    if (!tcf_rank(rank, world))   /* a process no launcher ranked: its pid */
+        snprintf(rank, sizeof rank, "pid%ld", (long)getpid());
     size_t len = 0;
     for (const char *p = tmpl; *p; p++) {
         const char *piece = p;
         size_t n = 1;
         if (p[0] == '%' && p[1] == 'p') {
             piece = pid, n = (size_t)pid_len, p++;
+        } else if (p[0] == '%' && p[1] == 'r') {
+            piece = rank, n = strlen(rank), p++;
         } else if (p[0] == '%' && p[1] == '%') {
             n = 1, p++; /* "%%" is a literal '%', so "%%p" can be written */
         }

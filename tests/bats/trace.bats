@@ -56,6 +56,21 @@ print(h["tcfuse_trace"], h["pid"], h["mode"], h["argv0"].rsplit("/", 1)[-1])' "$
     [ "$output" = "1 $pid observe scen" ]
 }
 
+@test "trace: %r in the path is the rank torchrun gave the process, else pid and the pid" {
+    # two ranks and a launcher, as torchrun starts them
+    RANK=0 WORLD_SIZE=2 TCFUSE_TRACE="$T/r.%r.jsonl" tcf r0 "$PROGS/scen" windows
+    RANK=1 WORLD_SIZE=2 TCFUSE_TRACE="$T/r.%r.jsonl" tcf r1 "$PROGS/scen" windows
+    TCFUSE_TRACE="$T/r.%r.jsonl" tcf agent "$PROGS/scen" windows
+    trace_valid "$T/r.0.jsonl"
+    trace_valid "$T/r.1.jsonl"
+    local f pid
+    f="$(ls "$T"/r.pid*.jsonl)"
+    pid="${f##*/r.pid}"
+    pid="${pid%.jsonl}"
+    run python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["pid"])' "$f"
+    [ "$output" = "$pid" ]
+}
+
 @test "trace: kernels carry the driver's names, kinds and parameter layouts" {
     traced k "$PROGS/scen" launch
     run python3 "$CHECK" kernels "$T/k.trace"

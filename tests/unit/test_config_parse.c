@@ -6,6 +6,7 @@
 #include "tests/unit/check.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define WHY(ok, s) ((ok) ? (void)0 : (void)fprintf(stderr, "    input: \"%s\"\n", (s)))
@@ -122,6 +123,31 @@ TEST(expand_path)
     CHECK_EQ_STR(out, "");
     CHECK_EQ_INT(tcf_expand_path("%p", out, strlen(pid)), -1);
     CHECK_EQ_INT(tcf_expand_path("", out, 0), -1);
+    /* %r: the rank torchrun gave the process, else "pid" and the pid */
+    unsetenv("RANK");
+    unsetenv("WORLD_SIZE");
+    snprintf(want, sizeof want, "/tmp/t.pid%s.jsonl", pid);
+    CHECK_EQ_INT(tcf_expand_path("/tmp/t.%r.jsonl", out, sizeof out), 0);
+    CHECK_EQ_STR(out, want);
+    setenv("RANK", "3", 1);
+    setenv("WORLD_SIZE", "8", 1);
+    CHECK_EQ_INT(tcf_expand_path("/tmp/t.%r.%p.jsonl", out, sizeof out), 0);
+    snprintf(want, sizeof want, "/tmp/t.3.%s.jsonl", pid);
+    CHECK_EQ_STR(out, want);
+    CHECK_EQ_INT(tcf_expand_path("%%r", out, sizeof out), 0);
+    CHECK_EQ_STR(out, "%r");
+    char r[10], w[10];
+    CHECK_EQ_INT(tcf_rank(r, w), 1);
+    CHECK_EQ_STR(r, "3");
+    CHECK_EQ_STR(w, "8");
+    setenv("RANK", "3x", 1);   /* not a number: no rank */
+    CHECK_EQ_INT(tcf_rank(r, w), 0);
+    setenv("RANK", "1234567890", 1);   /* ten digits: no rank */
+    CHECK_EQ_INT(tcf_rank(r, w), 0);
+    setenv("RANK", "2", 1);
+    unsetenv("WORLD_SIZE");
+    CHECK_EQ_INT(tcf_rank(r, w), 0);
+    unsetenv("RANK");
 }
 
 int main(void)
