@@ -8,6 +8,7 @@
  * later. Tables are never freed (a settle may be reading one): an ended thread's table
  * is settled, cleared and handed to the next new thread. */
 #include <pthread.h>
+#include <stddef.h>
 
 #include "base/base.h"
 #include "base/fault.h"
@@ -28,13 +29,17 @@ static pthread_key_t tcf_ckey;
 static int tcf_ckey_ok;
 static pthread_once_t tcf_ckey_once = PTHREAD_ONCE_INIT;
 
-/* Initial-exec: one load from the thread pointer, where the default model would call
- * __tls_get_addr on every launch. The library is preloaded, so its static TLS is there.
- * tcf_count_mine is tcf_mine's slots, for count.h's inline probe. */
-static _Thread_local tcf_ctab_t *tcf_mine __attribute__((tls_model("initial-exec")));
+/* This thread's table, as its slots (count.h's inline probe reads them). Initial-exec: one
+ * load from the thread pointer, where the default model would call __tls_get_addr on
+ * every launch; the library is preloaded, so its static TLS is there. */
 _Thread_local tcf_cslot_t *tcf_count_mine __attribute__((tls_model("initial-exec")));
 static _Thread_local int tcf_mine_state __attribute__((tls_model("initial-exec")));
 enum { TCF_MINE_NONE = 0, TCF_MINE_HAVE, TCF_MINE_WITHOUT };   /* WITHOUT: count directly */
+
+static tcf_ctab_t *tcf_table_of(tcf_cslot_t *slots)
+{
+    return slots ? (tcf_ctab_t *)(void *)((char *)slots - offsetof(tcf_ctab_t, slot)) : NULL;
+}
 
 /* Adds what t counted since its last settle to the counters (t->lock held). */
 static void tcf_settle_locked(tcf_ctab_t *t)
@@ -57,7 +62,6 @@ static void tcf_settle_locked(tcf_ctab_t *t)
 static void tcf_count_thread_end(void *arg)
 {
     tcf_ctab_t *t = arg;
-    tcf_mine = NULL;
     tcf_count_mine = NULL;
     tcf_mine_state = TCF_MINE_WITHOUT;
     pthread_mutex_lock(&t->lock);
@@ -83,7 +87,7 @@ static void tcf_ckey_make(void)
 static tcf_ctab_t *tcf_count_table(void)
 {
     if (tcf_mine_state != TCF_MINE_NONE)
-        return tcf_mine;
+        return tcf_table_of(tcf_count_mine);
     tcf_mine_state = TCF_MINE_WITHOUT;
     pthread_once(&tcf_ckey_once, tcf_ckey_make);
     if (!tcf_ckey_ok)
@@ -108,7 +112,6 @@ static tcf_ctab_t *tcf_count_table(void)
         pthread_mutex_unlock(&tcf_ctabs_lock);
         return NULL;
     }
-    tcf_mine = t;
     tcf_count_mine = t->slot;
     tcf_mine_state = TCF_MINE_HAVE;
     return t;
@@ -116,7 +119,7 @@ static tcf_ctab_t *tcf_count_table(void)
 
 void tcf_count_add(atomic_ullong *c, uint64_t n)
 {
-    tcf_ctab_t *t = tcf_mine ? tcf_mine : tcf_count_table();
+    tcf_ctab_t *t = tcf_count_mine ? tcf_table_of(tcf_count_mine) : tcf_count_table();
     if (t) {
         uintptr_t a = (uintptr_t)c;
         uint32_t i = tcf_count_slot(c);
