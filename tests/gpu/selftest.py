@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -448,15 +449,22 @@ def main():
         check(rc == 0 and sorted(r["variant"] for r in res) == ["eager", "fuse", "fuse-cold"],
               "run-all two GPUs", out[-800:])
         # --sample: the sampler preloaded in front of the library in each measured run,
-        # one file a process, reported in samples.txt
+        # one file a process, reported in samples.txt (its threads, the first, all), the
+        # raw files in one archive
         rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,fuse",
                      "--out", os.path.join(d, "sa"), "--sample")
         res = json.load(open(os.path.join(d, "sa", "results.json")))["results"]
         rep = open(os.path.join(d, "sa", "samples.txt")).read()
+        with tarfile.open(os.path.join(d, "sa", "samples.tar.gz")) as t:
+            raw = sorted(t.getnames())
         check(rc == 0 and "2 sampled processes" in out and "runs sampled (--sample)" in out and
               [r["variant"] for r in res if r.get("sampled")] == ["eager", "fuse"] and
-              "=== smallk.eager.r0." in rep and "=== smallk.fuse.r0." in rep and ": 2 samples" in rep,
-              "run-all sample", out[-800:] + rep[:400])
+              "=== smallk.eager.r0." in rep and "=== smallk.fuse.r0." in rep and
+              ": 1 samples (thread 0)" in rep and ": 2 samples (thread all)" in rep and
+              "samples by thread" in rep and "  thread  1        1" in rep and
+              [n.split(".")[1] for n in raw] == ["eager", "fuse"] and
+              not os.path.exists(os.path.join(d, "sa", "samples")),
+              "run-all sample", out[-800:] + rep[:600] + repr(raw))
         sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "programs"))
         import registry
         cmd = registry.command("llama-ddp", python="py")
