@@ -60,6 +60,9 @@ EOF
     n0=$(awk '$1 == "thread" && $2 == 0 {print $3}' <<<"$output")
     n1=$(awk '$1 == "thread" && $2 == 1 {print $3}' <<<"$output")
     [ "${n0:-0}" -ge 50 ] && [ "${n1:-0}" -ge 50 ] || { echo "$output"; return 1; }
+    # each thread's line names where most of its samples landed: its own spinning function
+    grep -E '^  thread  0 .* most in .* spin_main' <<<"$output" || { echo "$output"; return 1; }
+    grep -E '^  thread  1 .* libtcfuse +0\.0% .* most in ' <<<"$output" || { echo "$output"; return 1; }
     run bench/sample-report --thread 0 --top 3 "$T/s.out"
     [ "$status" = 0 ]
     grep -A3 -- '-- functions, self' <<<"$output" | grep -q 'spin  spin_main' || { echo "$output"; return 1; }
