@@ -281,8 +281,8 @@ tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, uint64_t siz
     e->u.m.size = size;
     w->nheld++;
     w->nfree += size != 0;
-    atomic_fetch_add(&tcf_ctr.frees, 1);
-    atomic_fetch_add(&tcf_ctr.frees_stream, 1);
+    tcf_count(&tcf_ctr.frees);   /* per thread, as every counter only the summary reads */
+    tcf_count(&tcf_ctr.frees_stream);
     return e;
 }
 
@@ -452,7 +452,7 @@ void tcf_capture_alloc(const char *call, CUdeviceptr ptr, size_t size, CUstream 
     if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     if (rc == CUDA_SUCCESS && ptr) {
-        atomic_fetch_add(&tcf_ctr.allocs, 1);
+        tcf_count(&tcf_ctr.allocs);
         unsigned long long lo = atomic_load(&tcf_ctr.dev_lo), hi = atomic_load(&tcf_ctr.dev_hi);
         while (ptr < lo && !atomic_compare_exchange_weak(&tcf_ctr.dev_lo, &lo, ptr))
             ;
@@ -466,16 +466,16 @@ void tcf_capture_alloc(const char *call, CUdeviceptr ptr, size_t size, CUstream 
 
 void tcf_time_alloc(uint64_t ns)
 {
-    atomic_fetch_add_explicit(&tcf_ctr.alloc_timed, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&tcf_ctr.alloc_ns, ns, memory_order_relaxed);
+    tcf_count(&tcf_ctr.alloc_timed);
+    tcf_count_add(&tcf_ctr.alloc_ns, ns);
     if (ns > TCF_ALLOC_SLOW_NS)
-        atomic_fetch_add_explicit(&tcf_ctr.alloc_slow, 1, memory_order_relaxed);
+        tcf_count(&tcf_ctr.alloc_slow);
 }
 
 void tcf_time_free(uint64_t ns)
 {
-    atomic_fetch_add_explicit(&tcf_ctr.free_timed, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&tcf_ctr.free_ns, ns, memory_order_relaxed);
+    tcf_count(&tcf_ctr.free_timed);
+    tcf_count_add(&tcf_ctr.free_ns, ns);
 }
 
 void tcf_capture_free(const char *call, CUdeviceptr ptr, CUstream stream, int has_stream,
@@ -484,9 +484,9 @@ void tcf_capture_free(const char *call, CUdeviceptr ptr, CUstream stream, int ha
     if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     if (rc == CUDA_SUCCESS) {
-        atomic_fetch_add(&tcf_ctr.frees, 1);
+        tcf_count(&tcf_ctr.frees);
         if (has_stream)
-            atomic_fetch_add(&tcf_ctr.frees_stream, 1);
+            tcf_count(&tcf_ctr.frees_stream);
     }
     tcf_event_t e = { .kind = TCF_EV_FREE, .rc = rc };
     e.u.m.call = call, e.u.m.ptr = ptr;
@@ -498,7 +498,7 @@ void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsig
 {
     if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
-    atomic_fetch_add(&tcf_ctr.ops, 1);
+    tcf_count(&tcf_ctr.ops);
     tcf_event_t e = { .kind = TCF_EV_MEMSET, .rc = rc };
     e.u.op.call = call, e.u.op.dst = dst, e.u.op.value = value;
     e.u.op.elem = elem, e.u.op.count = count;
@@ -510,7 +510,7 @@ void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size
 {
     if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
-    atomic_fetch_add(&tcf_ctr.ops, 1);
+    tcf_count(&tcf_ctr.ops);
     tcf_event_t e = { .kind = TCF_EV_MEMCPY, .rc = rc };
     e.u.op.call = call, e.u.op.dst = dst, e.u.op.src = src, e.u.op.count = bytes;
     tcf_capture_other(&e, stream, 1, ptds);

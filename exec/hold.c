@@ -209,7 +209,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
             atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
         tcf_count(&tcf_xctr.passed);
         if (!tcf_fuse_append(w, k, buf, &op, 0, rc, stream, grid, block, smem)) {
-            atomic_fetch_add_explicit(&tcf_ctr.launches, 1, memory_order_relaxed);
+            tcf_count(&tcf_ctr.launches);
             atomic_fetch_add_explicit(&tcf_ctr.oom, 1, memory_order_relaxed);
         }
         *result = rc;

@@ -191,6 +191,19 @@ expect_reason() {
     expect_stat mtp windows '4 \(launches per window: median 25, max 25\)'
 }
 
+@test "stats: allocations, frees and memsets from several threads at once are all counted" {
+    # Each thread counts in its own table (capture/count.c): the summary must still see
+    # every thread's. 4 threads x 50 (allocate, memset, free), besides the 4 buffers the
+    # program allocates first.
+    stats mta "$PROGS/mt" allocs 4 50
+    expect_stat mta allocator '204 allocs, 200 frees \(200 stream-ordered\); frees visible: yes'
+    expect_stat mta 'other work' '200 device memsets and copies'
+    TCFUSE_MODE=fuse TCFUSE_CACHE_DIR="$T/cache" tcf mtf "$PROGS/mt" allocs 4 50
+    [ "$status" = 0 ] || { cat "$T/mtf.err"; return 1; }
+    expect_stat mtf allocator '204 allocs, 200 frees \(200 stream-ordered\); frees visible: yes'
+    expect_stat mtf 'other work' '200 device memsets and copies'
+}
+
 @test "stats: TCFUSE_LOG_FILE takes the summary, with %p as the pid" {
     TCFUSE_LOG_FILE="$T/tcfuse.%p.log" tcf lf "$PROGS/scen" windows
     [ "$status" = 0 ]

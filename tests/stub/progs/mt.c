@@ -1,5 +1,8 @@
 /* mt [-l METHOD] MODE THREADS LAUNCHES: launches from several threads at once.
  *   streams  thread t launches LAUNCHES x ka on its own created stream
+ *   allocs   thread t does LAUNCHES x (cuMemAllocAsync of 256 bytes, cuMemsetD8Async of
+ *            them, cuMemFreeAsync) on its own created stream: the allocator's and the
+ *            memset's counters raised from every thread at once
  *   ptds     thread t launches LAUNCHES x ka on stream 0 through the entry points the
  *            lookup method gave (run with -l gpa-ptds: the per-thread default stream)
  * The main thread creates every stream first (handles stay deterministic), starts the
@@ -19,7 +22,7 @@
 static drv_t   d;
 static world_t w;
 static CUstream streams[MAX_THREADS];
-static int      nlaunch, ptds;
+static int      nlaunch, ptds, allocs;
 static pthread_barrier_t start;
 
 typedef struct { int id, failed, ctx_rc; } job_t;
@@ -30,7 +33,14 @@ static void *worker(void *arg)
     int i;
     j->ctx_rc = d.ctxSetCurrent(w.ctx);
     pthread_barrier_wait(&start);
-    for (i = 0; i < nlaunch; i++)
+    for (i = 0; allocs && i < nlaunch; i++) {
+        CUdeviceptr p = 0;
+        if (d.memAllocAsync(&p, 256, streams[j->id]) != CUDA_SUCCESS ||
+            d.memsetD8Async(p, (unsigned char)i, 256, streams[j->id]) != CUDA_SUCCESS ||
+            d.memFreeAsync(p, streams[j->id]) != CUDA_SUCCESS)
+            j->failed++;
+    }
+    for (i = 0; !allocs && i < nlaunch; i++)
         if (launch_ka(&d, &w, ptds ? NULL : streams[j->id], j->id * 1000 + i, w.buf[j->id % 4]))
             j->failed++;
     return NULL;
@@ -42,11 +52,13 @@ int main(int argc, char **argv)
     pthread_t th[MAX_THREADS];
     job_t jobs[MAX_THREADS];
     int n, i;
-    if (argc < 4 || (strcmp(argv[1], "streams") && strcmp(argv[1], "ptds"))) {
-        printf("usage: mt [-l METHOD] streams|ptds THREADS LAUNCHES\n");
+    if (argc < 4 || (strcmp(argv[1], "streams") && strcmp(argv[1], "ptds") &&
+                      strcmp(argv[1], "allocs"))) {
+        printf("usage: mt [-l METHOD] streams|ptds|allocs THREADS LAUNCHES\n");
         return 2;
     }
     ptds = strcmp(argv[1], "ptds") == 0;
+    allocs = strcmp(argv[1], "allocs") == 0;
     n = atoi(argv[2]);
     nlaunch = atoi(argv[3]);
     if (n < 1 || n > MAX_THREADS || nlaunch < 0)
