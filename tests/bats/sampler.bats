@@ -91,3 +91,24 @@ EOF
     done
     [ ! -e "$T/rank.%p.out" ]
 }
+
+@test "sampler: --views reports every file's three views in one call, reading each library's symbols once" {
+    local i
+    for i in 1 2; do
+        SAMPLE_THREADS=1 SAMPLE_US=1000 SAMPLE_DELAY_S=0.001 SAMPLE_OUT="$T/v$i.out" \
+            LD_PRELOAD="$T/libsample.so" "$T/spin"
+    done
+    # an nm that logs what it was asked to read, then does it
+    mkdir -p "$T/bin"
+    printf '#!/bin/sh\necho "$@" >>"%s/nm.log"\nexec %s "$@"\n' "$T" "$(command -v nm)" >"$T/bin/nm"
+    chmod +x "$T/bin/nm"
+    PATH="$T/bin:$PATH" run bench/sample-report --views --top 3 "$T/v1.out" "$T/v2.out"
+    [ "$status" = 0 ]
+    [ "$(grep -c '^=== v[12]\.out$' <<<"$output")" = 2 ] || { echo "$output"; return 1; }
+    # per file: the threads' lines, the first thread's report, all threads' report
+    [ "$(grep -c 'samples by thread' <<<"$output")" = 2 ] || { echo "$output"; return 1; }
+    [ "$(grep -c 'samples (thread 0)' <<<"$output")" = 2 ] || { echo "$output"; return 1; }
+    [ "$(grep -c 'samples (thread all)' <<<"$output")" = 2 ] || { echo "$output"; return 1; }
+    # the program's table (dynamic and static: two nm runs), once for both files
+    [ "$(grep -c " $T/spin\$" "$T/nm.log")" = 2 ] || { cat "$T/nm.log"; return 1; }
+}
