@@ -21,16 +21,16 @@ PROGRAMS = {
                                                     "--iters", "20", "--warmup", "5"]},
     "bert-8x128": {"host": "pytorch", "args": HF + ["bert", "--iters", "20", "--warmup", "5"]},
     "llama-train": {"host": "pytorch", "args": HF + ["llama-train", "--deterministic", "--attn",
-                                                     "eager", "--iters", "6", "--warmup", "3"]},
+                                                     "eager", "--iters", "20", "--warmup", "3"]},
     # The training step data-parallel on two GPUs (NCCL), every rank preloaded through
     # torchrun as `tcfuse run -- torchrun ...` does: no torch.compile variant (a program of
     # several processes is not one switch away from it).
     "llama-ddp": {"host": "pytorch-dist", "gpus": 2,
                   "args": HF + ["llama-train", "--parallel", "ddp", "--deterministic", "--attn",
-                                "eager", "--iters", "6", "--warmup", "3"]},
+                                "eager", "--iters", "20", "--warmup", "3"]},
     "llama-fsdp": {"host": "pytorch-dist", "gpus": 2,
                    "args": HF + ["llama-train", "--parallel", "fsdp", "--deterministic", "--attn",
-                                 "eager", "--iters", "6", "--warmup", "3"]},
+                                 "eager", "--iters", "20", "--warmup", "3"]},
     # torchvision ResNet-50, bf16 channels-last: GPU-bound at 64 images, host-bound at 1.
     "resnet50-b64": {"host": "pytorch", "args": ["bench/programs/resnet.py", "--batch", "64"],
                      "trace": ["--batch", "8", "--iters", "1", "--warmup", "1"]},
