@@ -24,7 +24,12 @@ void tcf_tool_help_plan(FILE *f);
 #define TCF_PLAN_NOKERNEL TCF_DECODE_NSTATUS /* a launch whose kernel line is missing */
 #define TCF_PLAN_SRC_MAX (256u << 10)
 
-typedef struct { char *name; uint32_t np, *off, *sz; } tcf_plan_kernel_t;
+typedef struct {
+    char *name;
+    uint32_t np, *off, *sz;
+    uint64_t launches, fused;            /* counted as the coverage table counts */
+    uint64_t notdec[TCF_DECODE_NSTATUS + 1], unfused[TCF_FUSER_NREASON];
+} tcf_plan_kernel_t;
 
 typedef struct {
     tcf_tool_map_t kmap;                 /* kernel id -> index into k */
@@ -34,6 +39,7 @@ typedef struct {
     int64_t *win;
     uint8_t *why;                        /* a launch's decode status, else 0xff */
     uint8_t *fam;                        /* a launch's kernel family */
+    int32_t *kix;                        /* a launch's kernel, an index into k; else -1 */
     size_t n, cap;
     int compile, found, quiet;           /* quiet: the coverage table alone (report) */
     const char *cmd;                     /* "plan" or "report", for messages */
@@ -58,8 +64,9 @@ void tcf_tool_help_plan(FILE *f)
         "would run as one generated kernel with the stores they drop and the bytes they\n"
         "avoid, each group's CUDA source, and each decoded op no group holds (\"as issued\",\n"
         "with the reason it was counted under, its sizes and strides). A table of coverage\n"
-        "by kernel family (launches, decoded, fused, why not decoded) and a summary of all\n"
-        "windows end the output.\n"
+        "by kernel family (launches, decoded, fused, why not decoded), the kernels most often\n"
+        "left as issued (and the reason most of their launches were left under) and a summary\n"
+        "of all windows end the output.\n"
         "\n"
         "options:\n"
         "  -c, --compile        also compile each group with NVRTC for sm_%d and print the\n"
@@ -204,10 +211,11 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
     uint64_t notdec[TCF_DECODE_NSTATUS + 1] = { 0 }, launches = 0, ops = 0, fused = 0;
     tcf_item_t *w = tcf_tool_realloc(NULL, (s->n ? s->n : 1) * sizeof *w);
     uint8_t *wfam = tcf_tool_realloc(NULL, (s->n ? s->n : 1) * sizeof *wfam);
+    int32_t *wk = tcf_tool_realloc(NULL, (s->n ? s->n : 1) * sizeof *wk);
     for (size_t i = 0; i < s->n; i++) {
         if (s->win[i] != id) {   /* another window's: stays pending */
             s->items[keep] = s->items[i], s->win[keep] = s->win[i], s->fam[keep] = s->fam[i];
-            s->why[keep++] = s->why[i];
+            s->kix[keep] = s->kix[i], s->why[keep++] = s->why[i];
             continue;
         }
         launches += s->why[i] != 0xff;
@@ -217,12 +225,15 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
         if (wfam[m] != 0xff && (s->only < 0 || id == s->only)) {
             s->cov[wfam[m]].launches++;
             s->cov[wfam[m]].notdec[s->why[i]]++;          /* [TCF_DECODE_OK]: decoded */
+            if (s->kix[i] >= 0)
+                s->k[s->kix[i]].launches++, s->k[s->kix[i]].notdec[s->why[i]]++;
         }
+        wk[m] = wfam[m] != 0xff ? s->kix[i] : -1;
         w[m++] = s->items[i];
     }
     s->n = keep;
     if (s->only >= 0 && id != s->only) {
-        free(w), free(wfam);
+        free(w), free(wfam), free(wk);
         return;
     }
     s->found = 1;
@@ -235,14 +246,21 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
     }
     if (tcf_fuser_plan(w, m, &s->plan) < 0) {
         if (!s->quiet) printf("  not planned: over %d items\n", TCF_FUSER_MAX_ITEMS);
-        free(w), free(wfam);
+        free(w), free(wfam), free(wk);
         return;
     }
     uint64_t unfused[TCF_FUSER_NREASON];
     for (unsigned r = 0; r < TCF_FUSER_NREASON; r++)
         s->unfused[r] += unfused[r] = s->plan.reasons[r];
-    for (size_t i = 0; i < m; i++)
+    for (size_t i = 0; i < m; i++) {
         if (wfam[i] != 0xff && s->plan.item_group[i] >= 0) s->cov[wfam[i]].fused++;
+        if (wk[i] < 0 || (w[i].kind != TCF_ITEM_OP && w[i].kind != TCF_ITEM_REDUCE))
+            continue;
+        if (s->plan.item_group[i] >= 0)
+            s->k[wk[i]].fused++;
+        else if (s->plan.item_why[i] < TCF_FUSER_NREASON)
+            s->k[wk[i]].unfused[s->plan.item_why[i]]++;
+    }
     for (unsigned gi = 0; gi < s->plan.ngroups; gi++) {
         const tcf_fgroup_t *g = &s->plan.groups[gi];
         fused += g->nitems, s->dropped += g->stores_dropped, s->avoided += g->bytes_avoided;
@@ -257,7 +275,7 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
             if ((w[i].kind == TCF_ITEM_OP || w[i].kind == TCF_ITEM_REDUCE) && s->plan.item_group[i] < 0)
                 print_alone(i, &w[i], s->plan.item_why[i]);
     }
-    free(w), free(wfam);
+    free(w), free(wfam), free(wk);
 }
 
 /* The coverage table: per kernel family, launches, how many decode into ops and how many
@@ -291,10 +309,58 @@ static void print_families(const tcf_plan_state_t *s)
     }
 }
 
+/* The kernels whose launches were left as issued, most such launches first (ties by
+ * name), TCF_PLAN_TOP_KERNELS of them: each with its launches, how many decoded and fused,
+ * and the reason most of the rest were left under (not decoded, or decoded and not fused;
+ * "not-planned" for a window over the planner's size). What to teach tcfuse next. */
+#define TCF_PLAN_TOP_KERNELS 12
+static void print_kernels(const tcf_plan_state_t *s)
+{
+    uint8_t *done = calloc(s->nk ? s->nk : 1, 1);
+    int shown = 0;
+    if (!done) return;
+    for (; shown < TCF_PLAN_TOP_KERNELS; shown++) {
+        size_t best = s->nk;
+        for (size_t i = 0; i < s->nk; i++) {
+            uint64_t left = s->k[i].launches - s->k[i].fused;
+            if (done[i] || !left) continue;
+            uint64_t bl = best < s->nk ? s->k[best].launches - s->k[best].fused : 0;
+            if (best == s->nk || left > bl || (left == bl && strcmp(s->k[i].name, s->k[best].name) < 0))
+                best = i;
+        }
+        if (best == s->nk) break;
+        done[best] = 1;
+        const tcf_plan_kernel_t *k = &s->k[best];
+        const char *why = "not-planned";
+        uint64_t most = 0, accounted = 0;
+        for (size_t r = 0; r <= TCF_DECODE_NSTATUS; r++) {
+            if (r == TCF_DECODE_OK) continue;
+            accounted += k->notdec[r];
+            if (k->notdec[r] > most) most = k->notdec[r], why = decode_name(r);
+        }
+        for (size_t r = 0; r < TCF_FUSER_NREASON; r++) {
+            accounted += k->unfused[r];
+            if (k->unfused[r] > most) most = k->unfused[r], why = fuser_name(r);
+        }
+        if (k->launches - k->fused - accounted > most) why = "not-planned";
+        char label[160];
+        if (!shown) {
+            printf("kernels left as issued (most such launches first)\n");
+            printf("  %6s %9s %8s %8s  %-18s %s\n", "left", "launches", "decoded", "fused",
+                   "most left by", "kernel");
+        }
+        printf("  %6" PRIu64 " %9" PRIu64 " %8" PRIu64 " %8" PRIu64 "  %-18s %s\n",
+               k->launches - k->fused, k->launches, k->notdec[TCF_DECODE_OK], k->fused, why,
+               tcf_tool_demangle(k->name, label, sizeof label));
+    }
+    free(done);
+}
+
 static void on_event(tcf_plan_state_t *s, const tcf_trace_event_t *ev)
 {
     tcf_item_t it = { .kind = TCF_ITEM_OPAQUE };
     uint8_t why = 0xff, fam = TCF_FAM_OTHER;
+    int32_t kix = -1;
     int64_t win;
     int created;
     if (ev->ev == TCF_TRACE_EV_KERNEL) {
@@ -303,7 +369,7 @@ static void on_event(tcf_plan_state_t *s, const tcf_trace_event_t *ev)
         if (!created) return;   /* written once per handle; keep the first */
         *slot = s->nk;
         tcf_tool_grow((void **)&s->k, &s->capk, s->nk + 1, sizeof *s->k);
-        tcf_plan_kernel_t *pk = &s->k[s->nk++];
+        tcf_plan_kernel_t *pk = memset(&s->k[s->nk++], 0, sizeof *s->k);
         pk->name = tcf_tool_strdup(k->name);
         pk->np = (uint32_t)k->nparams;
         pk->off = tcf_tool_realloc(NULL, (k->nparams + 1) * sizeof *pk->off);
@@ -324,6 +390,7 @@ static void on_event(tcf_plan_state_t *s, const tcf_trace_event_t *ev)
         fam = TCF_FAM_OTHER;
         if (ki) {
             const tcf_plan_kernel_t *k = &s->k[*ki];
+            kix = (int32_t)*ki;
             fam = (uint8_t)tcf_kernel_family(k->name);
             tcf_decode_launch_t d = { k->name, k->np, k->off, k->sz, l->params,
                                       (uint32_t)l->params_len,
@@ -351,7 +418,9 @@ static void on_event(tcf_plan_state_t *s, const tcf_trace_event_t *ev)
     s->win = tcf_tool_realloc(s->win, s->cap * sizeof *s->win);
     s->why = tcf_tool_realloc(s->why, s->cap * sizeof *s->why);
     s->fam = tcf_tool_realloc(s->fam, s->cap * sizeof *s->fam);
-    s->items[s->n] = it, s->win[s->n] = win, s->fam[s->n] = fam, s->why[s->n++] = why;
+    s->kix = tcf_tool_realloc(s->kix, s->cap * sizeof *s->kix);
+    s->items[s->n] = it, s->win[s->n] = win, s->fam[s->n] = fam, s->kix[s->n] = kix;
+    s->why[s->n++] = why;
 }
 
 static int run_plan(tcf_plan_state_t *s, const char *path)
@@ -386,6 +455,7 @@ static int run_plan(tcf_plan_state_t *s, const char *path)
         return TCF_EXIT_FAIL;
     }
     print_families(s);
+    print_kernels(s);
     if (s->quiet) return TCF_EXIT_OK;
     printf("summary: %" PRId64 " windows, %" PRId64 " launches, %" PRId64 " decoded, %" PRId64
            " fused, %" PRId64 " groups, %" PRId64 " stores dropped, %" PRIu64 " bytes avoided\n",
@@ -405,7 +475,7 @@ static tcf_plan_state_t *plan_new(const char *cmd)
 static void plan_free(tcf_plan_state_t *s)
 {
     for (size_t i = 0; i < s->nk; i++) free(s->k[i].name), free(s->k[i].off), free(s->k[i].sz);
-    free(s->k), free(s->items), free(s->win), free(s->why), free(s->fam);
+    free(s->k), free(s->items), free(s->win), free(s->why), free(s->fam), free(s->kix);
     tcf_tool_map_free(&s->kmap);
     free(s);
 }

@@ -70,6 +70,11 @@ coverage by kernel family
   family                launches  decoded    fused  not decoded
   elementwise                 12        9        6  3 unparsed-name
   gemm                         2        0        0  2 not-elementwise
+kernels left as issued (most such launches first)
+    left  launches  decoded    fused  most left by       kernel
+       3         3        0        0  unparsed-name      at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1>>
+       3         6        6        3  alone              at::native::vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, array<char*, 3>>
+       2         2        0        0  not-elementwise    ampere_sgemm_32x32_sliced1x4_nn
 EOF
     split "$TCFUSE" report "$FIX"
     [ "$status" -eq 0 ]
@@ -330,8 +335,9 @@ EOF
 @test "report: coverage by kernel family on a real Llama trace (decoded, fused, why not)" {
     split "$TCFUSE" report tests/fixtures/trace-hf-llama.jsonl
     [ "$status" -eq 0 ]
-    sed -n '/^coverage by kernel family$/,$p' "$T/out" >"$T/cov"
-    cat "$T/cov"
+    sed -n '/^coverage by kernel family$/,/^kernels left/p' "$T/out" | sed '$d' >"$T/cov"
+    sed -n '/^kernels left/,$p' "$T/out" >"$T/left"
+    cat "$T/cov" "$T/left"
     # strided and broadcast launches plan into N-d groups and row groups (RMSNorm's tails,
     # `q * cos` with rotate_half's cat and its `* sin`, the negation stepped over); the
     # others have no neighbour they can join
@@ -346,6 +352,28 @@ EOF
     # every launch is in exactly one family: the rows add up to the trace's launches
     total=$(awk 'NR > 2 { s += $2 } END { print s }' "$T/cov")
     [ "$total" -eq 204 ]
+    # the kernels left as issued, most first: the GEMMs, then the negation rotate_half
+    # steps over (its space differs from the group's), then the residual adds over views
+    # that overlap what the group wrote; each row's left is its launches less its fused
+    [ "$(sed -n 3p "$T/left" | awk '{ print $1, $2, $3, $4, $5, $6 }')" = \
+      "28 28 0 0 not-elementwise nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT" ]
+    sed -n 4p "$T/left" | grep -Eq '^ +8 +8 +8 +0  size-differs +.*neg_kernel_cuda'
+    sed -n 5p "$T/left" | grep -Eq '^ +5 +8 +8 +3  overlap +.*CUDAFunctor_add<BFloat16>'
+    grep -Eq '^ +4 +4 +4 +0  alone +at::native::vectorized_elementwise_kernel<8, silu_kernel' "$T/left"
+    [ "$(awk 'NR > 2 && $1 != $2 - $4' "$T/left")" = "" ]
+    [ "$(awk 'NR > 2' "$T/left" | wc -l)" -eq 12 ]
+    awk 'NR > 3 && $1 > prev { exit 1 } NR > 2 { prev = $1 }' "$T/left"
+}
+
+@test "report: the training step's kernels left as issued name what to decode next" {
+    split "$TCFUSE" report tests/fixtures/trace-hf-llama-train.jsonl
+    [ "$status" -eq 0 ]
+    sed -n '/^kernels left/,$p' "$T/out" >"$T/left"
+    cat "$T/left"
+    # fills (zeros_like and friends) have no decoding rule; AdamW's foreach kernels and
+    # the GEMMs are not elementwise
+    grep -Eq '^ +48 +48 +0 +0  unparsed-name +at::native::vectorized_elementwise_kernel<4, FillFunctor<float>' "$T/left"
+    grep -Eq '^ +20 +20 +0 +0  not-elementwise +.*multi_tensor_apply_kernel<TensorListMetadata<1>' "$T/left"
 }
 
 @test "report: from stdin, no coverage table (the trace cannot be read twice)" {
