@@ -262,6 +262,15 @@ def main():
         r = subprocess.run([py, os.path.join(HERE, "trim-trace.py"), tr, out, "--skip", "10", "-k", "2", "-q"])
         wins = [e["id"] for e in read(out) if e.get("ev") == "window"]
         check(r.returncode == 0 and wins == [10, 11], "trim --skip", wins)
+        r = subprocess.run([py, os.path.join(HERE, "trim-trace.py"), tr, out, "--tail", "-k", "2", "-q"])
+        ev = read(out)
+        wins = [e["id"] for e in ev if e.get("ev") == "window"]
+        check(r.returncode == 0 and wins == [38, 39] and ev[0]["trimmed"].get("tail") is True and
+              {e["id"] for e in ev if e.get("ev") == "kernel"} == {e["k"] for e in ev if e.get("ev") == "launch"} and
+              all(e.get("win") in (None, -1, 38, 39) for e in ev), "trim --tail", wins)
+        r = subprocess.run([py, os.path.join(HERE, "trim-trace.py"), tr, out, "--tail", "--skip", "1", "-q"],
+                           stderr=subprocess.PIPE)
+        check(r.returncode == 2, "trim --tail with --skip refused", r.returncode)
         r = subprocess.run([py, os.path.join(HERE, "trim-trace.py"), tr, out, "--max-bytes", "4000", "-q"])
         size = os.path.getsize(out)
         check(r.returncode == 0 and size <= 4000 and len([1 for e in read(out) if e.get("ev") == "window"]) >= 1,

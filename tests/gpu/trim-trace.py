@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Trim a tcfuse trace (docs/TRACE.md) to a small fixture.
 
-Keeps the header, the first K windows in file order (after skipping --skip windows): their
-events and their `window` lines, the `kernel` lines their launches reference, events not
+Keeps the header, the first K windows in file order (after skipping --skip windows), or
+with --tail the last K (a training step's steady state: the first windows of a short run
+are its set-up and its first, warm-up, step): their events and their `window` lines, the `kernel` lines their launches reference, events not
 tied to a window (`win` -1: allocations that are not stream-ordered) that come before the
 last kept window, and the `end` line. The end line's `launches` and `windows` are rewritten
 to what was kept, and `trimmed_from` keeps the original counts; the header gains
 `trimmed`. Windows are taken while the output stays under --max-bytes (at least one).
 
-    trim-trace.py IN.jsonl[.gz] OUT.jsonl [-k K] [--skip N] [--max-bytes 1000000]
+    trim-trace.py IN.jsonl[.gz] OUT.jsonl [-k K] [--skip N | --tail] [--max-bytes 1000000]
 
 Input may be gzip-compressed. A line that is not JSON is dropped with a warning (a trace
 cut off by a crash ends in half a line). Exit status 0, or 1 if nothing usable was found.
@@ -49,9 +50,12 @@ def main(argv=None):
     ap.add_argument("output")
     ap.add_argument("-k", "--windows", type=int, default=0, help="windows to keep (0: as many as fit)")
     ap.add_argument("--skip", type=int, default=0, help="windows to skip first")
+    ap.add_argument("--tail", action="store_true", help="keep the last windows, not the first")
     ap.add_argument("--max-bytes", type=int, default=1000000)
     ap.add_argument("-q", "--quiet", action="store_true")
     a = ap.parse_args(argv)
+    if a.tail and a.skip:
+        ap.error("--skip counts from the front; --tail keeps the last windows: one or the other")
     warned = [0]
 
     def warn(msg):
@@ -101,7 +105,7 @@ def main(argv=None):
     keep = set()
     kept_kernels = set()
     size = len(json.dumps(header)) + 200 + (len(json.dumps(end)) if end else 0)
-    for wid in order[a.skip:]:
+    for wid in (order[::-1] if a.tail else order[a.skip:]):
         if a.windows and len(keep) >= a.windows:
             break
         new_k = wkernels.get(wid, set()) - kept_kernels
@@ -119,6 +123,8 @@ def main(argv=None):
     with open(a.output, "w", encoding="utf-8") as out:
         h = dict(header)
         h["trimmed"] = {"skip": a.skip, "windows": len(keep), "of_windows": len(order)}
+        if a.tail:
+            h["trimmed"]["tail"] = True
         out.write(json.dumps(h, separators=(",", ":")) + "\n")
         out_lines += 1
         seen_header = False
