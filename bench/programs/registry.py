@@ -10,16 +10,19 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HF = ["bench/programs/hf.py"]
 HF_TRACE = ["--layers", "2", "--iters", "1", "--warmup", "1"]   # as bench/programs/census
+# The host-bound programs (a step of a few ms or less) measure 100-200 steps: twenty took
+# 0.03-0.3 s, where one hiccup of the host moved a run's median, and graph mode had barely
+# left its learning when the measured steps began. A run is seconds of start-up either way.
 PROGRAMS = {
     # HF models (hf.py): random weights from configs.
     "gpt2-1x32": {"host": "pytorch", "args": HF + ["gpt2", "--batch", "1", "--seq", "32",
-                                                   "--iters", "20", "--warmup", "5"]},
+                                                   "--iters", "100", "--warmup", "10"]},
     "gpt2-16x512": {"host": "pytorch", "args": HF + ["gpt2", "--batch", "16", "--seq", "512",
                                                      "--iters", "10", "--warmup", "3"]},
     "llama-4x2048": {"host": "pytorch", "args": HF + ["llama", "--iters", "10", "--warmup", "3"]},
     "llama-1x32": {"host": "pytorch", "args": HF + ["llama", "--batch", "1", "--seq", "32",
-                                                    "--iters", "20", "--warmup", "5"]},
-    "bert-8x128": {"host": "pytorch", "args": HF + ["bert", "--iters", "20", "--warmup", "5"]},
+                                                    "--iters", "100", "--warmup", "10"]},
+    "bert-8x128": {"host": "pytorch", "args": HF + ["bert", "--iters", "100", "--warmup", "10"]},
     "llama-train": {"host": "pytorch", "args": HF + ["llama-train", "--deterministic", "--attn",
                                                      "eager", "--iters", "20", "--warmup", "3"]},
     # The training step data-parallel on two GPUs (NCCL), every rank preloaded through
@@ -34,17 +37,20 @@ PROGRAMS = {
     # torchvision ResNet-50, bf16 channels-last: GPU-bound at 64 images, host-bound at 1.
     "resnet50-b64": {"host": "pytorch", "args": ["bench/programs/resnet.py", "--batch", "64"],
                      "trace": ["--batch", "8", "--iters", "1", "--warmup", "1"]},
-    "resnet50-b1": {"host": "pytorch", "args": ["bench/programs/resnet.py", "--batch", "1"],
+    "resnet50-b1": {"host": "pytorch", "args": ["bench/programs/resnet.py", "--batch", "1",
+                                                 "--iters", "100", "--warmup", "10"],
                     "trace": ["--batch", "1", "--iters", "1", "--warmup", "1"]},
     # A C++ binary linking libtorch: PyTorch's kernels, no Python.
     "libtorch-block": {"host": "libtorch", "build": "libtorch_block",
-                       "args": ["build/programs/libtorch_block"],
+                       "args": ["build/programs/libtorch_block", "--iters", "200", "--warmup", "20"],
                        "trace": ["--iters", "1", "--warmup", "1"]},
     # Plain CUDA C, a thousand tiny kernels of its own per iteration.
-    "smallk": {"host": "cuda", "build": "smallk", "args": ["build/programs/smallk"],
+    "smallk": {"host": "cuda", "build": "smallk",
+               "args": ["build/programs/smallk", "--iters", "200", "--warmup", "20"],
                "trace": ["--iters", "1", "--warmup", "1", "--launches", "300"]},
     # JAX, op by op: XLA's kernels and runtime.
-    "jax-mlp": {"host": "jax", "args": ["bench/programs/jax_mlp.py"],
+    "jax-mlp": {"host": "jax",
+                "args": ["bench/programs/jax_mlp.py", "--iters", "100", "--warmup", "10"],
                 "trace": ["--iters", "1", "--warmup", "1"]},
 }
 for _p in PROGRAMS.values():
