@@ -396,6 +396,20 @@ def main():
         check(rc == 0 and "promise: kept" in out and "allowed as much beyond the spread: smallk 1.09 ms" in out,
               "run-all noise floor", out[-800:])
 
+        # --pin: every run (cold ones too) on the CPUs named, said in the table's first line;
+        # CPUs this process may not use are refused by name
+        one = min(os.sched_getaffinity(0))
+        cpus_out = os.path.join(d, "cpus.txt")
+        env["RUNALL_FAKE_CPUS_OUT"] = cpus_out
+        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,fuse",
+                     "--pin", str(one), "--out", os.path.join(d, "pin"))
+        del env["RUNALL_FAKE_CPUS_OUT"]
+        seen = open(cpus_out).read().split("\n")[:-1] if os.path.exists(cpus_out) else []
+        check(rc == 0 and seen == [str(one)] * 3 and
+              "programs pinned to CPUs %d" % one in out, "run-all pin", out[-600:] + repr(seen))
+        rc, out = ra("--fake", "--programs", "smallk", "--pin", "0-4095", "--out", os.path.join(d, "pin2"))
+        check(rc != 0 and "are not this process's to run on" in out, "run-all pin refused", out[-300:])
+
         # Any other variant name is a tcfuse mode, passed as TCFUSE_MODE, with its own cold
         # run; compile applies to the Python PyTorch programs alone; a mode the library does
         # not have shows (its stats say which mode ran).
