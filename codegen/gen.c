@@ -146,6 +146,13 @@ int tcf_codegen_op_call(char *res, size_t cap, const tcf_gop_t *op, unsigned k,
 {
     char arg[640], call[2560];
     tcf_codegen_sb_t c = { call, sizeof call, 0, 0 };
+    if (op->kind == TCF_OP_FILL) {   /* T's bits as the functor holds them (op.h) */
+        const char *f = op->out_dt == TCF_DT_F32 ? "__uint_as_float(%s[%u])" : "(%s)%s[%u]";
+        int n = op->out_dt == TCF_DT_F32
+                    ? snprintf(res, cap, f, sarr, op->scalar_arg[0])
+                    : snprintf(res, cap, f, tcf_codegen_ctype(op->out_dt), sarr, op->scalar_arg[0]);
+        return n < 0 || (size_t)n >= cap ? -1 : n;
+    }
     tcf_codegen_put(&c, "tcf_op%u(", k);
     for (unsigned i = 0; i < op->nin; i++) {
         if (tcf_codegen_cvt(arg, sizeof arg, op->in_dt[i], tcf_codegen_arg_dt(op, i), src[i]) < 0)
@@ -173,7 +180,7 @@ int tcf_codegen_op_call(char *res, size_t cap, const tcf_gop_t *op, unsigned k,
 int tcf_codegen_moves(tcf_op_kind_t k)
 {
     return k == TCF_OP_NEG || k == TCF_OP_ABS || k == TCF_OP_CLAMP || k == TCF_OP_WHERE ||
-           k == TCF_OP_CAST || k == TCF_OP_CAT;
+           k == TCF_OP_CAST || k == TCF_OP_CAT || k == TCF_OP_FILL;
 }
 
 /* tcf_elem: the chain for one element. Loaded buffers come in by value (l<b>), stored
@@ -227,7 +234,11 @@ static void tcf_codegen_elem(tcf_codegen_sb_t *b, const tcf_group_t *g, const tc
         /* a float computed here passes the barrier: eager stored it, the next kernel
          * loaded it (tcf_fbar, gen_math.c) */
         int bar = op->out_dt == TCF_DT_F32 && !tcf_codegen_moves(op->kind);
-        tcf_codegen_put(b, bar ? "  const %s t%u = tcf_fbar(%s, z);\n" : "  const %s t%u = %s;\n",
+        /* a fill whose value a later op overwrites is read by nobody (deterministic mode's
+         * NaN before the kernel that writes the buffer) */
+        tcf_codegen_put(b, bar ? "  const %s t%u = tcf_fbar(%s, z);\n"
+                           : op->kind == TCF_OP_FILL ? "  [[maybe_unused]] const %s t%u = %s;\n"
+                                                     : "  const %s t%u = %s;\n",
                         tcf_codegen_ctype(op->out_dt), k, res);
         if (op->out_buf != TCF_NO_STORE)
             wsofar[op->out_buf] = (int)k;

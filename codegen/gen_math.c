@@ -158,6 +158,13 @@ int tcf_codegen_op_check(const tcf_gop_t *op)
         t_ok = t_ok || op->compute_dt == TCF_DT_BOOL;
         r_ok = tcf_codegen_ctype(op->res_dt) != NULL;
         break;
+    case TCF_OP_FILL:  /* bits: the value in T, stored as the functor holds it (op.h) */
+        t_ok = t_ok || op->compute_dt == TCF_DT_BOOL;
+        if (op->nin || op->nscalar != 1 || op->scalar_dt[0] != op->compute_dt ||
+            op->out_dt != op->compute_dt || op->res_dt != op->compute_dt || !sarg_ok ||
+            !mode_ok || !t_ok)
+            return -1;
+        return 0;
     case TCF_OP_CAT:  /* bits: every dtype the same; two inputs take P and T (op.h) */
         if (op->nin < 1 || op->nin > 2 || op->nscalar != (op->nin == 2 ? 2 : 0) ||
             op->out_dt != op->compute_dt || op->res_dt != op->compute_dt || !sarg_ok ||
@@ -280,7 +287,8 @@ int tcf_codegen_op_func(char *out, size_t cap, const tcf_gop_t *op, unsigned k)
 {
     char v[128];
     size_t len = 0;
-    if (op->kind == TCF_OP_CAT)   /* no functor: gen.c selects its input in place */
+    if (op->kind == TCF_OP_CAT || op->kind == TCF_OP_FILL)  /* no functor: gen.c's op call
+                                                               * writes its value in place */
         return cap ? (out[0] = '\0', 0) : -1;
     int n = snprintf(out, cap, "__forceinline__ %s tcf_op%u(", tcf_codegen_ctype(op->res_dt), k);
     for (unsigned i = 0; n >= 0 && (size_t)n < cap - len && i < op->nin; i++) {

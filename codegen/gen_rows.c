@@ -185,8 +185,10 @@ static void tcf_rows_chain(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_
                 return;
             }
             int bar = op->out_dt == TCF_DT_F32 && !tcf_codegen_moves(op->kind);
-            tcf_codegen_put(b, bar ? "%sconst %s t%u = tcf_fbar(%s, z);\n" : "%sconst %s t%u = %s;\n",
-                         ind, tcf_codegen_ctype(op->out_dt), k, res);
+            tcf_codegen_put(b, bar ? "%sconst %s t%u = tcf_fbar(%s, z);\n"
+                               : op->kind == TCF_OP_FILL ? "%s[[maybe_unused]] const %s t%u = %s;\n"
+                                                         : "%sconst %s t%u = %s;\n",
+                            ind, tcf_codegen_ctype(op->out_dt), k, res);
         }
         /* the last writer of a buffer stores: per-row values in the epilogue, element
          * values in the row pass */

@@ -32,12 +32,17 @@
  *              coordinates as the output; only [cat_lo[i], cat_lo[i] + cat_len[i]) is
  *              read. With nin 2, s[0] and s[1] hold raw bits (dt NONE): P, the elements
  *              one step of cat_dim spans times its size, and T = cat_lo[1] times the
- *              elements of one step: element e reads in[0] when e % P < T. */
+ *              elements of one step: element e reads in[0] when e % P < T.
+ *   FILL       FillFunctor<T> (fill_, zero_, torch.full; and every torch.empty under
+ *              torch.use_deterministic_algorithms, which fills it with NaN or the
+ *              integer maximum): out = s[0], no tensor input (nin 0); s[0] holds T's
+ *              bits as the functor does, and they are stored as they are (a NaN's
+ *              payload too, which a round trip through float would not keep). */
 #define TCF_OP_KINDS(X)                                                                    \
     X(NONE) X(ADD) X(MUL) X(DIV) X(NEG) X(RECIPROCAL) X(EXP) X(LOG) X(TANH) X(SIGMOID)    \
     X(SILU) X(RELU) X(CLAMP) X(GELU_TANH) X(GELU_ERF) X(POW2) X(POW3) X(POWM2) X(POW)     \
     X(SQRT) X(RSQRT) X(ABS) X(CMP_SCALAR) X(WHERE) X(ADDCMUL) X(CAST) X(CAT)  \
-    X(SIN) X(COS)
+    X(SIN) X(COS) X(FILL)
 
 typedef enum {
 #define TCF_OP_ENUM_(id) TCF_OP_##id,
@@ -116,7 +121,7 @@ typedef struct tcf_op_s {
     const char   *rule;      /* the decode_rules.def row that matched (static string) */
     tcf_loop_t    loop;
     uint8_t       vec;       /* elements per vector access: the <vec> of the name; 1 else */
-    uint8_t       nin;       /* tensor inputs (1..3) */
+    uint8_t       nin;       /* tensor inputs (1..3; 0 for FILL) */
     uint8_t       sarg;      /* TCF_SARG_*: which operand is a scalar */
     uint8_t       mode;      /* TCF_CMP_* or TCF_CLAMP_*; 0 otherwise */
     uint8_t       nscalar;

@@ -58,7 +58,10 @@ static int views_ok(const tcf_op_t *op)
 {
     tcf_space_t sp;
     uint32_t st[4][TCF_OP_MAX_DIMS];
-    if (!op->n || op->nin < 1 || op->nin > 3 || op->nscalar > 2 || tcf_space_of(op, &sp, st))
+    if (!op->n || op->nin < (op->kind == TCF_OP_FILL ? 0 : 1) || op->nin > 3 ||
+        op->nscalar > 2 || tcf_space_of(op, &sp, st))
+        return 0;
+    if (op->kind == TCF_OP_FILL && (op->nin || op->nscalar != 1))
         return 0;
     if (op->kind == TCF_OP_CAT &&
         (!op->it.ndim || op->cat_dim >= op->it.ndim || op->nin > 2 ||
@@ -331,6 +334,7 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
         b->rowops |= 1u << k;
     if (op->kind == TCF_OP_CAT)
         b->cat++, b->cat2 += op->nin == 2;
+
     b->nraw = (uint8_t)nraw;
     b->nscalars = (uint8_t)(b->nscalars + op->nscalar);
     b->n = op->n;

@@ -159,7 +159,7 @@ static tcf_decode_status_t tcf_decode_name(const char *name, tcf_decode_name_t *
     }
     nm->fe = tcf_decode_rfind(nm->fb, end, TCF_ARRAY);
     if (!nm->fe || nm->fe == nm->fb || !(p = tcf_decode_digits(nm->fe + strlen(TCF_ARRAY), &nm->nt)) ||
-        nm->nt < 2 || nm->nt > 4)
+        nm->nt < 1 || nm->nt > 4)   /* 1: the output alone (fill) */
         return TCF_DECODE_BAD_NAME;
     if (nm->loop == TCF_LOOP_VEC) {
         /* (int N, F f, array data): "...EEEEviT0_T1_", or "viS8_T1_" where F was substituted */
