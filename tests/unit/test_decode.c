@@ -343,9 +343,10 @@ TEST(coverage)
                                   tcf_decode_dtype_name((tcf_dtype_t)d), l == 0 ? "vec" : l == 1 ? "unrolled" : "cast");
         if (verbose)
             printf("%s\n", line);
-        /* no row without a recorded witness: here, or (sin, cos) in a model's trace, which
-         * recorded_sin_and_cos decodes */
-        int in_trace = !strcmp(tcf_decode_rule_name(r), "sin") || !strcmp(tcf_decode_rule_name(r), "cos");
+        /* no row without a recorded witness: here, or in a model's trace: sin and cos,
+         * which recorded_sin_and_cos decodes, and fill, which recorded_fills does */
+        int in_trace = !strcmp(tcf_decode_rule_name(r), "sin") || !strcmp(tcf_decode_rule_name(r), "cos") ||
+                       !strcmp(tcf_decode_rule_name(r), "fill");
         CHECK(seen[r][0] | seen[r][1] | seen[r][2] | in_trace);
     }
     CHECK_EQ_INT(ok, ew);
@@ -535,6 +536,59 @@ TEST(recorded_sin_and_cos)
     free_launches();
 }
 
+static int fills(const char *name)
+{
+    return strstr(name, "11FillFunctorI") != NULL;
+}
+
+/* FillFunctor<T> as the training step launched it under torch.use_deterministic_algorithms
+ * (every torch.empty filled before the kernel that writes it): float and bf16 with NaN,
+ * bool with true, each decoded to a FILL with no input whose value keeps T's bits; the
+ * int64 fills (the integer maximum) are not a dtype we generate. */
+TEST(recorded_fills)
+{
+    unsigned n[TCF_DT_BOOL + 1] = { 0 }, longs = 0, nans = 0;
+    load_launches("tests/fixtures/trace-train.jsonl", fills);
+    for (size_t i = 0; i < nls; i++) {
+        const kern_t *k = &ks[ls[i].k];
+        tcf_decode_launch_t d = { k->name, k->np, k->off, k->sz, ls[i].params, ls[i].len,
+                                  { ls[i].grid[0], ls[i].grid[1], ls[i].grid[2] },
+                                  { ls[i].block[0], ls[i].block[1], ls[i].block[2] } };
+        tcf_op_t op;
+        tcf_decode_status_t st = tcf_decode_launch(&d, &op);
+        if (strstr(k->name, "11FillFunctorIlEE")) {
+            CHECK_EQ_INT(st, TCF_DECODE_UNSUPPORTED_DTYPE);
+            longs++;
+            continue;
+        }
+        if (!CHECK_EQ_INT(st, TCF_DECODE_OK))
+            continue;
+        tcf_dtype_t t = op.compute_dt;
+        CHECK_EQ_INT(op.kind, TCF_OP_FILL);
+        CHECK(op.nin == 0 && op.nscalar == 1 && op.out_dt == t && op.res_dt == t &&
+              op.s[0].dt == t && op.sarg == TCF_SARG_NONE && op.n > 0);
+        CHECK(fixture_device_ptr(op.out) && op.in[0] == 0);
+        /* the value as the functor holds it, widened exactly: NaN (deterministic mode's),
+         * 0 and 1 (zeros, ones) */
+        if (t == TCF_DT_F32 || t == TCF_DT_BF16) {
+            uint32_t nan = t == TCF_DT_F32 ? 0x7fc00000u : 0x7fc0u;
+            uint32_t one = t == TCF_DT_F32 ? 0x3f800000u : 0x3f80u;
+            CHECK(op.s[0].bits == nan || op.s[0].bits == 0 || op.s[0].bits == one);
+            CHECK((op.s[0].bits == nan) == (op.s[0].f != op.s[0].f));
+            CHECK(op.s[0].bits != one || op.s[0].f == 1.0f);
+            nans += op.s[0].bits == nan;
+        }
+        if (t == TCF_DT_BOOL)
+            CHECK(op.s[0].bits <= 1);
+        if (t <= TCF_DT_BOOL)
+            n[t]++;
+    }
+    printf("test_decode: recorded fills: %u float, %u bf16, %u bool decoded (%u of NaN); %u int64 "
+           "refused\n", n[TCF_DT_F32], n[TCF_DT_BF16], n[TCF_DT_BOOL], nans, longs);
+    CHECK(n[TCF_DT_F32] > 100 && n[TCF_DT_BF16] > 10 && n[TCF_DT_BOOL] > 0 && longs > 0 && nans > 100);
+    free_launches();
+}
+
 TEST(names)
 {
     for (int s = 0; s < TCF_DECODE_NSTATUS; s++) {
@@ -556,6 +610,7 @@ int main(int argc, char **argv)
     RUN(part2_probe_ops_in_three_dtypes);
     RUN(refusals_name_the_reason);
     RUN(strided_loop_decodes_or_is_truncated);
+    RUN(recorded_fills);
     RUN(coverage);
     RUN(corrupted_inputs_are_refused);
     RUN(edited_launches);

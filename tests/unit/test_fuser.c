@@ -776,6 +776,51 @@ static void plan_trace(const char *path)
     kern_free(ks, nk);
 }
 
+/* A fill (FILL: no input, T's bits as its functor holds them) as deterministic mode
+ * launches one before every kernel that writes a fresh buffer: with the kernel that then
+ * writes the whole buffer it is one group whose fill store is dropped; a fill read by the
+ * next op is a value in registers; the value keeps its bits (a NaN's payload too), never
+ * passing through float. */
+TEST(fills)
+{
+    static char src[1 << 16];
+    tcf_item_t nanfill = op3(TCF_OP_FILL, TCF_DT_BF16, N, MB(1), 0, 0, 0, 0);
+    nanfill.op.nscalar = 1, nanfill.op.s[0] = (tcf_scalar_t){ TCF_DT_BF16, 0x7fa1u, 0.0f / 0.0f };
+    tcf_item_t cast = op3(TCF_OP_CAST, TCF_DT_F32, N, MB(1), 1, MB(0), 0, 0);
+    cast.op.res_dt = cast.op.out_dt = TCF_DT_BF16;
+    tcf_item_t w[2] = { nanfill, cast };
+    CHECK_EQ_INT(PLAN(w), 0);
+    if (CHECK_EQ_INT(plan.ngroups, 1)) {
+        const tcf_fgroup_t *g = &plan.groups[0];
+        CHECK(g->nitems == 2 && g->stores_dropped == 1 && g->g.nbufs == 2);
+        CHECK(gop(0, 0)->kind == TCF_OP_FILL && gop(0, 0)->out_buf == TCF_NO_STORE);
+        CHECK(g->g.nscalars == 1 && g->args.s[gop(0, 0)->scalar_arg[0]] == 0x7fa1u);
+        CHECK(tcf_codegen_source(&g->g, src, sizeof src) > 0 &&
+              strstr(src, "[[maybe_unused]] const tcf_b t0 = (tcf_b)a.s[0];"));
+    }
+    /* x * fill(1.0f), float: the fill's value feeds the product in registers; stored too,
+     * its bits as they are */
+    tcf_item_t one = op3(TCF_OP_FILL, TCF_DT_F32, N, MB(2), 0, 0, 0, 0);
+    one.op.nscalar = 1, one.op.s[0] = (tcf_scalar_t){ TCF_DT_F32, 0x3f800000u, 1.0f };
+    tcf_item_t w2[2] = { one, BIN(MUL, MB(3), MB(0), MB(2)) };
+    CHECK_EQ_INT(PLAN(w2), 0);
+    if (CHECK_EQ_INT(plan.ngroups, 1)) {
+        CHECK(gop(0, 1)->in_src[1] == SRC(0) && gop(0, 0)->out_buf != TCF_NO_STORE);
+        CHECK(tcf_codegen_source(&plan.groups[0].g, src, sizeof src) > 0 &&
+              strstr(src, "const float t0 = __uint_as_float(a.s[0]);"));
+    }
+    /* a fill with an input, or without its value, is no op we reason about: opaque */
+    for (int v = 0; v < 2; v++) {
+        tcf_item_t w3[2] = { nanfill, cast };
+        if (v == 0)
+            w3[0].op.nin = 1, w3[0].op.in[0] = MB(5), w3[0].op.in_dt[0] = TCF_DT_BF16;
+        else
+            w3[0].op.nscalar = 0;
+        CHECK_EQ_INT(PLAN(w3), 0);
+        CHECK(plan.ngroups == 0 && plan.item_group[0] < 0);
+    }
+}
+
 TEST(recorded_traces)
 {
     glob_t gl;
@@ -804,6 +849,7 @@ int main(void)
     RUN(rotate_half_chain);
     RUN(dead_block_reused_at_another_size);
     RUN(verify_shrink);
+    RUN(fills);
     RUN(recorded_traces);
     return check_main_end();
 }
