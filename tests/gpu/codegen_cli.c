@@ -100,8 +100,8 @@ static int parse_op(char *line, tcf_gop_t *o)
             o->sarg = !strcmp(eq, "self") ? TCF_SARG_SELF : !strcmp(eq, "other") ? TCF_SARG_OTHER
                     : !strcmp(eq, "a") ? TCF_SARG_A : !strcmp(eq, "b") ? TCF_SARG_B : TCF_SARG_NONE;
         else if (!strcmp(tok, "in")) {
-            n = pairs(eq, o->in_src, o->in_dt, 0);
-            bad = n < 1;
+            n = !strcmp(eq, "-") ? 0 : pairs(eq, o->in_src, o->in_dt, 0);   /* -: a fill's */
+            bad = n < 0 || (n == 0 && strcmp(eq, "-"));
             o->nin = (uint8_t)(bad ? 0 : n);
         } else if (!strcmp(tok, "sc")) {
             n = pairs(eq, o->scalar_arg, o->scalar_dt, 1);

@@ -3,8 +3,9 @@ result, and `fuse_chains.py --compare A B` checks the two bitwise (tests/gpu/run
 
 Covers the hand-written tanh-GELU, SwiGLU, x*sigmoid(1.702x), a residual chain, and
 seeded random chains of 2-12 ops over float, half and bfloat16, with edge values in every
-input, an odd length, views misaligned by one element, a chain whose intermediate the program keeps, and shapes that change
-every iteration."""
+input, an odd length, views misaligned by one element, a chain whose intermediate the program keeps, fills (zeros
+accumulated into, ones read, a NaN fill overwritten; the same chains in deterministic mode,
+whose every torch.empty is filled), and shapes that change every iteration."""
 import math
 import random
 import sys
@@ -61,6 +62,15 @@ def main():
                 kept = x * 2.0 + 1.0          # an intermediate the program keeps
                 r["kept_then"] = torch.tanh(kept) * 3.0
                 r["kept"] = kept
+                # fills: zeros accumulated into in place; ones read by the next op; a NaN
+                # fill the next kernel overwrites whole (its store is dropped)
+                acc = torch.zeros_like(x)
+                acc += y
+                r["fill_acc"] = torch.tanh(acc)
+                r["fill_ones"] = torch.ones_like(x) * y + x
+                dst = torch.full_like(x, float("nan"))
+                dst.copy_(x * 2.0)
+                r["fill_overwritten"] = dst
                 torch.cuda.synchronize()
             for k, v in r.items():
                 out[f"{dt}-{n}-{k}"] = v.cpu()
@@ -79,6 +89,17 @@ def main():
                     v = OPS2[i2](v, y) if two else OPS1[i1](v)
                 torch.cuda.synchronize()
             out[f"{dt}-chain{c}"] = v.cpu()
+        # deterministic mode: every torch.empty is filled with NaN before the kernel that
+        # writes it (a training step's fills), so each op's output is a fill and an op
+        torch.use_deterministic_algorithms(True)
+        for it in range(6):
+            torch.manual_seed(500 + it)
+            x = edge(torch.randn(65537, device="cuda", dtype=dt))
+            y = torch.randn(65537, device="cuda", dtype=dt)
+            g, s = hand_gelu(x), torch.nn.functional.silu(x) * y
+            torch.cuda.synchronize()
+        torch.use_deterministic_algorithms(False)
+        out[f"{dt}-det-gelu"], out[f"{dt}-det-swiglu"] = g.cpu(), s.cpu()
         # shapes that change every iteration
         for it in range(8):
             n = 1000 + 97 * it

@@ -3,7 +3,8 @@
 
     python3 tests/gpu/verify_ops.py [--only SUBSTR] [--keep DIR] [--nvrtc PATH] [-v]
 
-For each op x dtype (and every cast direction, and the hand-written tanh-GELU chain) it runs
+For each op x dtype (and every cast direction, fills of edge values, and the hand-written
+tanh-GELU chain) it runs
 the eager op and the kernel codegen generates for the same group of ops (compiled by NVRTC
 through tests/gpu/codegen_cli.c, loaded with the driver API in PyTorch's context) on the
 same inputs, with vec 1 and 16-byte vectors, and compares the output bits. Inputs: all 2^16
@@ -173,6 +174,22 @@ def cast_cases(inputs):
     return cases
 
 
+FILL_VALUES = (0.0, -0.0, 1.0, -2.5, float("nan"), float("inf"), float("-inf"), 1e-40, 6.0e-8,
+               65504.0, 3.0e38, 0.1)
+
+
+def fill_cases(inputs):
+    """FillFunctor<T> (x.fill_(v), torch.full, deterministic mode's NaN): no input, the value
+    held in T, stored as its bits."""
+    cases = []
+    for dt in ("f32", "f16", "bf16"):
+        op = "op FILL t=%s r=%s o=%s in=- out=b0 sc=0:%s" % (dt, dt, dt, dt)
+        sets = [((v,), [scalar_bits("t", dt, v)]) for v in FILL_VALUES]
+        eager = lambda i, s: torch.full_like(i.x, s[0])
+        cases.append(Case("fill_%s" % dt, [dt], [op], eager, sets, inputs[dt], []))
+    return cases
+
+
 def hand_gelu_case(dt, inp):
     """0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3))): eight eager launches."""
     o = lambda s: "t=%s r=%s o=%s %s" % (dt, dt, dt, s)
@@ -303,6 +320,7 @@ def main():
     inputs = {dt: Inputs(dt) for dt in ("f32", "f16", "bf16")}
     cases = [c for dt in ("f32", "f16", "bf16") for c in variant_cases(dt, inputs[dt])]
     cases += cast_cases(inputs)
+    cases += fill_cases(inputs)
     chain_inputs = {"f32": Inputs("f32", chain=True), "f16": inputs["f16"], "bf16": inputs["bf16"]}
     cases += [hand_gelu_case(dt, chain_inputs[dt]) for dt in ("f32", "f16", "bf16")]
     cases = [c for c in cases if args.only in c.name]
