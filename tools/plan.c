@@ -143,14 +143,15 @@ static void print_group(tcf_plan_state_t *s, unsigned gi, const tcf_fgroup_t *fg
     for (unsigned k = 0; k < g->nops; k++) {
         const tcf_gop_t *op = &g->ops[k];
         for (unsigned i = 0; i < 3; i++) where(op->in_src[i], a[i], sizeof a[i]);
+        if (!op->nin)   /* a fill: no input */
+            snprintf(a[0], sizeof a[0], "-");
         const tcf_item_t *it = &items[fg->items[k]];
         int red = it->kind == TCF_ITEM_REDUCE;
+        tcf_dtype_t din = op->nin ? op->in_dt[0] : op->out_dt;
         printf("    op %u (item %u): %s%s %s%s%s n=%u in %s%s%s%s%s -> %s\n", k, fg->items[k],
                red ? "REDUCE " : tcf_decode_kind_name(op->kind),
                red ? tcf_reduce_op_name(it->red.op) : g->red && (g->rowops >> k & 1) ? " (per row)" : "",
-               dt(op->in_dt[0]),
-               op->out_dt != op->in_dt[0] ? "->" : "",
-               op->out_dt != op->in_dt[0] ? dt(op->out_dt) : "",
+               dt(din), op->out_dt != din ? "->" : "", op->out_dt != din ? dt(op->out_dt) : "",
                red ? it->red.cfg.num_inputs * it->red.cfg.num_outputs : it->op.n, a[0], op->nin > 1 ? "," : "", op->nin > 1 ? a[1] : "",
                op->nin > 2 ? "," : "", op->nin > 2 ? a[2] : "", where(op->out_buf, o, sizeof o));
     }
@@ -190,9 +191,9 @@ static void print_alone(size_t i, const tcf_item_t *it, uint8_t why)
         return;
     }
     const tcf_op_t *op = &it->op;
+    tcf_dtype_t din = op->nin ? op->in_dt[0] : op->out_dt;   /* a fill has no input */
     printf("  as issued: item %zu%s: %s %s%s%s n=%u", i, r, tcf_decode_kind_name(op->kind),
-           dt(op->in_dt[0]), op->out_dt != op->in_dt[0] ? "->" : "",
-           op->out_dt != op->in_dt[0] ? dt(op->out_dt) : "", op->n);
+           dt(din), op->out_dt != din ? "->" : "", op->out_dt != din ? dt(op->out_dt) : "", op->n);
     for (unsigned d = 0; d < op->it.ndim; d++)
         printf("%s%u", d ? "x" : ", space ", op->it.size[d]);
     for (unsigned k = 0; op->it.ndim && k <= op->nin; k++) {

@@ -67,7 +67,7 @@ EOF
     # x.fill_(...), x += y, tanh(x): the fill's value feeds the add in registers, and the
     # add overwrites it in memory: its store is dropped
     grep -qx '  group 0: items 0-2, 3 ops, n=1024, 3 buffers, 2 scalars, vec 4, 1 stores dropped, 12288 bytes avoided' "$T/plan"
-    grep -qx '    op 0 (item 0): FILL none->f32 n=1024 in buf0 -> -' "$T/plan"
+    grep -qx '    op 0 (item 0): FILL f32 n=1024 in - -> -' "$T/plan"
     grep -qx '    op 1 (item 1): ADD f32 n=1024 in op0,buf1 -> buf0' "$T/plan"
     grep -qx '    op 2 (item 2): TANH f32 n=1024 in op1 -> buf2' "$T/plan"
     grep -qx 'window 3: 2 launches, 1 ops decoded, 3 items' "$T/plan"
