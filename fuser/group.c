@@ -334,7 +334,6 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
         b->rowops |= 1u << k;
     if (op->kind == TCF_OP_CAT)
         b->cat++, b->cat2 += op->nin == 2;
-
     b->nraw = (uint8_t)nraw;
     b->nscalars = (uint8_t)(b->nscalars + op->nscalar);
     b->n = op->n;
