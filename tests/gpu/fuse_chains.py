@@ -71,6 +71,9 @@ def main():
                 dst = torch.full_like(x, float("nan"))
                 dst.copy_(x * 2.0)
                 r["fill_overwritten"] = dst
+                half = x * 2.0                # a fill through a strided view (every other)
+                half[::2] = 0.0
+                r["fill_strided"] = torch.tanh(half)
                 torch.cuda.synchronize()
             for k, v in r.items():
                 out[f"{dt}-{n}-{k}"] = v.cpu()
