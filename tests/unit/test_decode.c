@@ -589,6 +589,43 @@ TEST(recorded_fills)
     free_launches();
 }
 
+/* A fill through a strided view (`x[:, ::2].zero_()`): no recorded witness yet, so its
+ * launch is built here as the strided loop lays out its parameters (OffsetCalculator<1>,
+ * data[1], FillFunctor<float>, the closure's pointer), with the name PyTorch's
+ * CUDAFunctor_add<BFloat16> strided kernel has, its functor swapped. */
+TEST(strided_fill)
+{
+    static const char name[] = "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_impl_"
+                               "nocastINS0_11FillFunctorIfEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_";
+    uint32_t off[2] = { 0, 8 }, size[2] = { 4, 432 };
+    uint8_t p[440];
+    memset(p, 0xcd, sizeof p);                       /* the closure's padding: stack bytes */
+    uint32_t n = 2048, sizes[2] = { 64, 32 }, strides[2] = { 8, 1024 }, dims = 2, m1, sh;
+    uint32_t value = 0x7fc00001u;                    /* a NaN with a payload */
+    uint64_t out = 0x7f0000100000ull;
+    memcpy(p, &n, 4);
+    memcpy(p + 8, &dims, 4);
+    for (unsigned d = 0; d < 2; d++) {
+        tcf_int_divider(sizes[d], &m1, &sh);
+        uint32_t div[3] = { sizes[d], m1, sh };
+        memcpy(p + 12 + 12 * d, div, 12);
+        memcpy(p + 8 + 304 + 4 * d, &strides[d], 4);
+    }
+    memcpy(p + 8 + 408, &out, 8);                     /* data[1]: the output */
+    memcpy(p + 8 + 416, &value, 4);                   /* FillFunctor<float>{value} */
+    tcf_decode_launch_t d = { name, 2, off, size, p, sizeof p, { 4, 1, 1 }, { 128, 1, 1 } };
+    tcf_op_t op;
+    if (!CHECK_EQ_INT(tcf_decode_launch(&d, &op), TCF_DECODE_OK))
+        return;
+    CHECK(op.kind == TCF_OP_FILL && op.loop == TCF_LOOP_STRIDED && op.nin == 0 && op.n == n);
+    CHECK(op.compute_dt == TCF_DT_F32 && op.out_dt == TCF_DT_F32 && op.out == out);
+    CHECK(op.nscalar == 1 && op.s[0].bits == value && op.s[0].f != op.s[0].f);
+    CHECK(op.it.ndim == 2 && op.it.size[0] == 64 && op.it.size[1] == 32 &&
+          op.it.stride[0][0] == 8 && op.it.stride[0][1] == 1024);
+    d.grid[0] = 5;                                    /* not PyTorch's grid for N */
+    CHECK_EQ_INT(tcf_decode_launch(&d, &op), TCF_DECODE_BAD_LAUNCH);
+}
+
 TEST(names)
 {
     for (int s = 0; s < TCF_DECODE_NSTATUS; s++) {
@@ -611,6 +648,7 @@ int main(int argc, char **argv)
     RUN(refusals_name_the_reason);
     RUN(strided_loop_decodes_or_is_truncated);
     RUN(recorded_fills);
+    RUN(strided_fill);
     RUN(coverage);
     RUN(corrupted_inputs_are_refused);
     RUN(edited_launches);
