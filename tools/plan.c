@@ -23,6 +23,7 @@ void tcf_tool_help_plan(FILE *f);
 #define TCF_PLAN_ARCH 90                  /* H100 */
 #define TCF_PLAN_NOKERNEL TCF_DECODE_NSTATUS /* a launch whose kernel line is missing */
 #define TCF_PLAN_SRC_MAX (256u << 10)
+#define TCF_PLAN_TOP_KERNELS 12          /* rows of plan's kernels-left table */
 
 typedef struct {
     char *name;
@@ -44,6 +45,7 @@ typedef struct {
     int compile, found, quiet;           /* quiet: the coverage table alone (report) */
     const char *cmd;                     /* "plan" or "report", for messages */
     int64_t only;                        /* --window, or -1 */
+    size_t top;                          /* rows of the kernels-left table */
     int64_t windows, launches, decoded, fused, groups, dropped, failed;
     uint64_t avoided;
     uint64_t notdec[TCF_DECODE_NSTATUS + 1], unfused[TCF_FUSER_NREASON];
@@ -311,16 +313,15 @@ static void print_families(const tcf_plan_state_t *s)
 }
 
 /* The kernels whose launches were left as issued, most such launches first (ties by
- * name), TCF_PLAN_TOP_KERNELS of them: each with its launches, how many decoded and fused,
+ * name), s->top of them: each with its launches, how many decoded and fused,
  * and the reason most of the rest were left under (not decoded, or decoded and not fused;
  * "not-planned" for a window over the planner's size). What to teach tcfuse next. */
-#define TCF_PLAN_TOP_KERNELS 12
 static void print_kernels(const tcf_plan_state_t *s)
 {
     uint8_t *done = calloc(s->nk ? s->nk : 1, 1);
-    int shown = 0;
+    size_t shown = 0;
     if (!done) return;
-    for (; shown < TCF_PLAN_TOP_KERNELS; shown++) {
+    for (; shown < s->top; shown++) {
         size_t best = s->nk;
         for (size_t i = 0; i < s->nk; i++) {
             uint64_t left = s->k[i].launches - s->k[i].fused;
@@ -469,7 +470,7 @@ static int run_plan(tcf_plan_state_t *s, const char *path)
 static tcf_plan_state_t *plan_new(const char *cmd)
 {
     tcf_plan_state_t *s = memset(tcf_tool_realloc(NULL, sizeof *s), 0, sizeof *s);
-    s->cmd = cmd, s->only = -1;
+    s->cmd = cmd, s->only = -1, s->top = TCF_PLAN_TOP_KERNELS;
     return s;
 }
 
@@ -481,11 +482,12 @@ static void plan_free(tcf_plan_state_t *s)
     free(s);
 }
 
-/* For `tcfuse report`: the coverage table of the trace at path, nothing else. */
-int tcf_tool_coverage(const char *path)
+/* For `tcfuse report`: the coverage tables of the trace at path (top kernels left), nothing
+ * else. */
+int tcf_tool_coverage(const char *path, size_t top)
 {
     tcf_plan_state_t *s = plan_new("report");
-    s->quiet = 1;
+    s->quiet = 1, s->top = top;
     int rc = run_plan(s, path);
     plan_free(s);
     return rc;

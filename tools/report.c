@@ -22,7 +22,7 @@ void tcf_tool_help_report(FILE *f)
         "FILE may be - for stdin (then without the coverage tables).\n"
         "\n"
         "options:\n"
-        "  -n, --top N          rows per table (default 10)\n"
+        "  -n, --top N          rows per table, the kernels left as issued too (default 10)\n"
         "  -c, --chrome OUT     write Chrome trace-event JSON to OUT instead (- for stdout);\n"
         "                       open it in ui.perfetto.dev or chrome://tracing\n"
         "  -h, --help           this text\n");
@@ -69,7 +69,7 @@ int tcf_tool_report(int argc, char **argv)
         tcf_report_print(&r, argv[optind], stdout, (size_t)top);
         if (strcmp(argv[optind], "-") != 0) {  /* a second pass: stdin cannot be read twice */
             printf("\n");
-            rc = tcf_tool_coverage(argv[optind]) == TCF_EXIT_OK ? 0 : -1;
+            rc = tcf_tool_coverage(argv[optind], (size_t)top) == TCF_EXIT_OK ? 0 : -1;
         }
         if (r.st.malformed)
             fprintf(stderr, "tcfuse report: %s: %zu malformed lines skipped\n", argv[optind],

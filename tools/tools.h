@@ -25,7 +25,7 @@ int tcf_tool_run(int argc, char **argv);
 int tcf_tool_report(int argc, char **argv);
 /* The coverage table of a trace alone (plan.c; `tcfuse report` ends with it): per kernel
  * family, launches, decoded, fused, and why the rest were not decoded. */
-int tcf_tool_coverage(const char *path);
+int tcf_tool_coverage(const char *path, size_t top);
 
 /* Bad arguments: one line on stderr, "tcfuse CMD: <what> (tcfuse help CMD)" (CMD NULL:
  * "tcfuse: <what> (tcfuse --help)"), and returns TCF_EXIT_USAGE. */

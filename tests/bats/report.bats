@@ -360,8 +360,11 @@ EOF
     sed -n 5p "$T/left" | grep -Eq '^ +5 +8 +8 +3  overlap +.*CUDAFunctor_add<BFloat16>'
     grep -Eq '^ +4 +4 +4 +0  alone +at::native::vectorized_elementwise_kernel<8, silu_kernel' "$T/left"
     [ "$(awk 'NR > 2 && $1 != $2 - $4' "$T/left")" = "" ]
-    [ "$(awk 'NR > 2' "$T/left" | wc -l)" -eq 12 ]
+    [ "$(awk 'NR > 2' "$T/left" | wc -l)" -eq 10 ]   # --top, 10 by default
     awk 'NR > 3 && $1 > prev { exit 1 } NR > 2 { prev = $1 }' "$T/left"
+    "$TCFUSE" report --top 3 tests/fixtures/trace-hf-llama.jsonl | sed -n '/^kernels left/,$p' >"$T/left3"
+    [ "$(awk 'NR > 2' "$T/left3" | wc -l)" -eq 3 ]
+    cmp <(head -n 5 "$T/left") "$T/left3"
 }
 
 @test "report: the training step's kernels left as issued name what to decode next" {
