@@ -600,7 +600,7 @@ TEST(strided_fill)
     uint32_t off[2] = { 0, 8 }, size[2] = { 4, 432 };
     uint8_t p[440];
     memset(p, 0xcd, sizeof p);                       /* the closure's padding: stack bytes */
-    uint32_t n = 2048, sizes[2] = { 64, 32 }, strides[2] = { 8, 1024 }, dims = 2, m1, sh;
+    uint32_t n = 2048, sizes[2] = { 64, 32 }, strides[2] = { 8, 1024 }, dims = 2, m1 = 0, sh = 0;
     uint32_t value = 0x7fc00001u;                    /* a NaN with a payload */
     uint64_t out = 0x7f0000100000ull;
     memcpy(p, &n, 4);
