@@ -24,6 +24,17 @@ static size_t nls;
 static kern_t *ks;
 static size_t nks;
 
+/* Launch x as the decoder takes it, with these parameter bytes and grid (its own, or a
+ * test's variation of them). */
+static inline tcf_decode_launch_t fixture_decode_launch(const launch_t *x, const uint8_t *params,
+                                                        uint32_t len, const uint32_t grid[3])
+{
+    const kern_t *k = &ks[x->k];
+    return (tcf_decode_launch_t){ k->name, k->np, k->off, k->sz, params, len,
+                                  { grid[0], grid[1], grid[2] },
+                                  { x->block[0], x->block[1], x->block[2] } };
+}
+
 /* Adds the launches of the trace at path whose kernel's name `want` accepts. */
 static void load_launches(const char *path, int (*want)(const char *name))
 {

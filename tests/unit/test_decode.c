@@ -519,9 +519,7 @@ TEST(recorded_sin_and_cos)
     load_launches("tests/fixtures/trace-hf-llama-fuse.jsonl", sin_cos);
     for (size_t i = 0; i < nls; i++) {
         const kern_t *k = &ks[ls[i].k];
-        tcf_decode_launch_t d = { k->name, k->np, k->off, k->sz, ls[i].params, ls[i].len,
-                                  { ls[i].grid[0], ls[i].grid[1], ls[i].grid[2] },
-                                  { ls[i].block[0], ls[i].block[1], ls[i].block[2] } };
+        tcf_decode_launch_t d = fixture_decode_launch(&ls[i], ls[i].params, ls[i].len, ls[i].grid);
         tcf_op_t op;
         int is_sin = strstr(k->name, "15sin_kernel_cuda") != NULL;
         if (!CHECK_EQ_INT(tcf_decode_launch(&d, &op), TCF_DECODE_OK))
@@ -551,9 +549,7 @@ TEST(recorded_fills)
     load_launches("tests/fixtures/trace-train.jsonl", fills);
     for (size_t i = 0; i < nls; i++) {
         const kern_t *k = &ks[ls[i].k];
-        tcf_decode_launch_t d = { k->name, k->np, k->off, k->sz, ls[i].params, ls[i].len,
-                                  { ls[i].grid[0], ls[i].grid[1], ls[i].grid[2] },
-                                  { ls[i].block[0], ls[i].block[1], ls[i].block[2] } };
+        tcf_decode_launch_t d = fixture_decode_launch(&ls[i], ls[i].params, ls[i].len, ls[i].grid);
         tcf_op_t op;
         tcf_decode_status_t st = tcf_decode_launch(&d, &op);
         if (strstr(k->name, "11FillFunctorIlEE")) {

@@ -21,14 +21,7 @@
 #define PREFIX "_ZN2at6native13reduce_kernelI"
 
 static int want(const char *name) { return !strncmp(name, PREFIX, strlen(PREFIX)); }
-static tcf_decode_launch_t dl(const launch_t *x, const uint8_t *params, uint32_t len,
-                              const uint32_t grid[3])
-{
-    const kern_t *k = &ks[x->k];
-    return (tcf_decode_launch_t){ k->name, k->np, k->off, k->sz, params, len,
-                                  { grid[0], grid[1], grid[2] },
-                                  { x->block[0], x->block[1], x->block[2] } };
-}
+#define dl fixture_decode_launch
 
 static tcf_decode_status_t dec(const launch_t *x, const uint8_t *params, const uint32_t grid[3],
                                tcf_reduce_t *r)
