@@ -183,6 +183,11 @@ int tcf_codegen_moves(tcf_op_kind_t k)
            k == TCF_OP_CAST || k == TCF_OP_CAT || k == TCF_OP_FILL;
 }
 
+const char *tcf_codegen_quals(const tcf_gop_t *op)
+{
+    return op->kind == TCF_OP_FILL ? "[[maybe_unused]] " : "";
+}
+
 /* tcf_elem: the chain for one element. Loaded buffers come in by value (l<b>), stored
  * ones go out by reference (o<b>). */
 static void tcf_codegen_elem(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_codegen_io_t *io)
@@ -234,12 +239,8 @@ static void tcf_codegen_elem(tcf_codegen_sb_t *b, const tcf_group_t *g, const tc
         /* a float computed here passes the barrier: eager stored it, the next kernel
          * loaded it (tcf_fbar, gen_math.c) */
         int bar = op->out_dt == TCF_DT_F32 && !tcf_codegen_moves(op->kind);
-        /* a fill whose value a later op overwrites is read by nobody (deterministic mode's
-         * NaN before the kernel that writes the buffer) */
-        tcf_codegen_put(b, bar ? "  const %s t%u = tcf_fbar(%s, z);\n"
-                           : op->kind == TCF_OP_FILL ? "  [[maybe_unused]] const %s t%u = %s;\n"
-                                                     : "  const %s t%u = %s;\n",
-                        tcf_codegen_ctype(op->out_dt), k, res);
+        tcf_codegen_put(b, bar ? "  %sconst %s t%u = tcf_fbar(%s, z);\n" : "  %sconst %s t%u = %s;\n",
+                        tcf_codegen_quals(op), tcf_codegen_ctype(op->out_dt), k, res);
         if (op->out_buf != TCF_NO_STORE)
             wsofar[op->out_buf] = (int)k;
     }

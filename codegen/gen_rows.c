@@ -185,10 +185,8 @@ static void tcf_rows_chain(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_
                 return;
             }
             int bar = op->out_dt == TCF_DT_F32 && !tcf_codegen_moves(op->kind);
-            tcf_codegen_put(b, bar ? "%sconst %s t%u = tcf_fbar(%s, z);\n"
-                               : op->kind == TCF_OP_FILL ? "%s[[maybe_unused]] const %s t%u = %s;\n"
-                                                         : "%sconst %s t%u = %s;\n",
-                            ind, tcf_codegen_ctype(op->out_dt), k, res);
+            tcf_codegen_put(b, bar ? "%s%sconst %s t%u = tcf_fbar(%s, z);\n" : "%s%sconst %s t%u = %s;\n",
+                            ind, tcf_codegen_quals(op), tcf_codegen_ctype(op->out_dt), k, res);
         }
         /* the last writer of a buffer stores: per-row values in the epilogue, element
          * values in the row pass */

@@ -23,6 +23,10 @@ int tcf_codegen_op_func(char *out, size_t cap, const tcf_gop_t *op, unsigned k);
 int tcf_codegen_op_call(char *res, size_t cap, const tcf_gop_t *op, unsigned k,
                         const char *const *src, const char *sarr);
 int tcf_codegen_moves(tcf_op_kind_t k);
+/* What op k's value is declared with besides `const`: a fill's value may be read by
+ * nobody (a later op overwrites its buffer: deterministic mode's NaN), so it is marked
+ * [[maybe_unused]] where NVRTC would warn; "" for every other op. */
+const char *tcf_codegen_quals(const tcf_gop_t *op);
 /* gen_reduce.c: a full-row kernel's (softmax, norm) element conversions, tcf_tof (its input
  * as float) and tcf_cvt_out (a float result as PyTorch's store converts it), then sp's
  * helpers; b->bad when the output dtype has no conversion */

@@ -58,10 +58,9 @@ static int views_ok(const tcf_op_t *op)
 {
     tcf_space_t sp;
     uint32_t st[4][TCF_OP_MAX_DIMS];
-    if (!op->n || op->nin < (op->kind == TCF_OP_FILL ? 0 : 1) || op->nin > 3 ||
-        op->nscalar > 2 || tcf_space_of(op, &sp, st))
-        return 0;
-    if (op->kind == TCF_OP_FILL && (op->nin || op->nscalar != 1))
+    /* a fill has no input and its value; every other op an input at least */
+    if (!op->n || (op->kind == TCF_OP_FILL ? op->nin || op->nscalar != 1 : op->nin < 1) ||
+        op->nin > 3 || op->nscalar > 2 || tcf_space_of(op, &sp, st))
         return 0;
     if (op->kind == TCF_OP_CAT &&
         (!op->it.ndim || op->cat_dim >= op->it.ndim || op->nin > 2 ||

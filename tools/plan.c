@@ -78,6 +78,11 @@ void tcf_tool_help_plan(FILE *f)
 }
 
 static const char *dt(tcf_dtype_t d) { return tcf_decode_dtype_name(d); }
+/* The dtype an op's line names first: its first input's, or a fill's own (no input). */
+static tcf_dtype_t dt_in(const tcf_dtype_t *in_dt, unsigned nin, tcf_dtype_t out_dt)
+{
+    return nin ? in_dt[0] : out_dt;
+}
 
 /* "buf2", "op1" or "-": where a group op's operand comes from or goes. */
 static const char *where(uint8_t v, char *buf, size_t cap)
@@ -149,7 +154,7 @@ static void print_group(tcf_plan_state_t *s, unsigned gi, const tcf_fgroup_t *fg
             snprintf(a[0], sizeof a[0], "-");
         const tcf_item_t *it = &items[fg->items[k]];
         int red = it->kind == TCF_ITEM_REDUCE;
-        tcf_dtype_t din = op->nin ? op->in_dt[0] : op->out_dt;
+        tcf_dtype_t din = dt_in(op->in_dt, op->nin, op->out_dt);
         printf("    op %u (item %u): %s%s %s%s%s n=%u in %s%s%s%s%s -> %s\n", k, fg->items[k],
                red ? "REDUCE " : tcf_decode_kind_name(op->kind),
                red ? tcf_reduce_op_name(it->red.op) : g->red && (g->rowops >> k & 1) ? " (per row)" : "",
@@ -193,7 +198,7 @@ static void print_alone(size_t i, const tcf_item_t *it, uint8_t why)
         return;
     }
     const tcf_op_t *op = &it->op;
-    tcf_dtype_t din = op->nin ? op->in_dt[0] : op->out_dt;   /* a fill has no input */
+    tcf_dtype_t din = dt_in(op->in_dt, op->nin, op->out_dt);
     printf("  as issued: item %zu%s: %s %s%s%s n=%u", i, r, tcf_decode_kind_name(op->kind),
            dt(din), op->out_dt != din ? "->" : "", op->out_dt != din ? dt(op->out_dt) : "", op->n);
     for (unsigned d = 0; d < op->it.ndim; d++)
