@@ -60,6 +60,11 @@ typedef enum {
     TCF_VIA_LAUNCH_EX,     /* cuLaunchKernelEx */
 } tcf_via_t;
 
+/* Registers, once, the exit handler that stops the recording (tcf_capture_quiesce): at a
+ * launch, so that it runs before the runtime's own exit handlers. The launch calls below
+ * call it; a mode that takes a launch itself (exec/) calls it first. */
+void tcf_capture_exit_hook(void);
+
 /* A launch issued with result rc that is counted (launches, errors, its kernel's
  * launches) and not recorded: a paused stream's in graph and full mode, for which
  * tcf_replay_launch said so. tcf_capture_launch counts the same way. */

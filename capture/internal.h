@@ -13,6 +13,11 @@ void tcf_stats_init(void);
 void tcf_stats_window(uint64_t key, uint32_t nlaunch, const char *reason);
 void tcf_stats_print(void);
 int tcf_stats_idle(void);   /* nothing launched, allocated, copied or set: a short summary */
+/* The summary counts window keys: TCFUSE_STATS=1 in observe mode. */
+static inline int tcf_stats_keyed(void)
+{
+    return tcf_cfg.stats && tcf_cfg.mode == TCF_MODE_OBSERVE;
+}
 
 /* --- trace (trace.c) ----------------------------------------------------------------- */
 int  tcf_trace_open(void);            /* 0 when tracing; -1 when off or failed */

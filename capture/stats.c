@@ -52,7 +52,7 @@ void tcf_stats_window(uint64_t key, uint32_t nlaunch, const char *reason)
     if (tcf_lengths)
         tcf_lengths[nlaunch < tcf_maxlen ? nlaunch : tcf_maxlen]++;
     tcf_count_reason(reason);
-    if (tcf_keys) {
+    if (tcf_keys && tcf_stats_keyed()) {
         key = key ? key : 1;
         uint32_t i = (uint32_t)(key >> (64 - TCF_KEYS_BITS));
         uint32_t probe = 0;
@@ -182,9 +182,10 @@ void tcf_stats_print(void)
             (unsigned long long)atomic_load(&tcf_ctr.launches), tcf_kernel_count());
     if (tcf_lengths)
         tcf_print_lengths(windows);
-    tcf_out("  keys          %llu distinct; %llu of %llu windows repeated an earlier key",
-            (unsigned long long)tcf_nkeys, (unsigned long long)tcf_repeats,
-            (unsigned long long)windows);
+    if (tcf_stats_keyed())
+        tcf_out("  keys          %llu distinct; %llu of %llu windows repeated an earlier key",
+                (unsigned long long)tcf_nkeys, (unsigned long long)tcf_repeats,
+                (unsigned long long)windows);
     if (tcf_keys && tcf_nkeys) {
         tcf_keyrow_t top[5] = { 0 };
         for (uint32_t i = 0; i < TCF_KEYS; i++) {

@@ -129,10 +129,12 @@ void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160
         tcf_up.flush(w, reason);  /* held work goes out before anything can observe it; a
                                    * chain that ran as issued is planned, to learn its
                                    * kernels; replay learns every window's key */
-    /* The key is for the summary and the trace only: without either, a window's close
-     * costs no pass over its events (on a host-bound program, up to a fifth of capture's
-     * cost per launch). */
-    int keyed = tcf_cfg.stats || tcf_trace_on();
+    /* The key is for the trace and observe mode's summary only: without either, a
+     * window's close costs no pass over its events (on a host-bound program, up to a fifth
+     * of capture's cost per launch). The acting modes' summaries leave it out, so that a
+     * run measured with TCFUSE_STATS=1 pays what a user's run pays; graph and full mode
+     * count their own keys. */
+    int keyed = tcf_stats_keyed() || tcf_trace_on();
     tcf_key_item_t stack_items[64];
     tcf_key_item_t *items = !keyed ? NULL
                             : w->nev <= 64 ? stack_items : tcf_malloc(w->nev * sizeof *items);
@@ -182,6 +184,7 @@ void tcf_window_close_locked(tcf_window_t *w, const char *reason, char (*bt)[160
     w->id = 0;
     w->exec_from = 0;
     w->ndec = 0;
+    __atomic_store_n(&w->pass_at, 0, __ATOMIC_RELAXED);
 }
 
 static void tcf_close_all(const char *reason)
@@ -381,6 +384,16 @@ tcf_event_t *tcf_window_add_launch(tcf_window_t *w, const tcf_launch_t *l, int h
     return e;
 }
 
+int tcf_window_pass_launch(tcf_window_t *w, const tcf_kernel_t *k)
+{
+    if (tcf_trace_on())
+        return 0;
+    __atomic_store_n(&w->pass_kid, k->id, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->pass_at, __atomic_load_n(&w->nev, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+    return 1;
+}
+
 static tcf_kernel_t *tcf_count_launch(CUfunction f, CUresult rc)
 {
     tcf_count(&tcf_ctr.launches);   /* per thread: count.h */
@@ -391,8 +404,23 @@ static tcf_kernel_t *tcf_count_launch(CUfunction f, CUresult rc)
     return k;
 }
 
+/* Exit handlers run newest first: one registered at the first launch, after the runtime's,
+ * stops the recording before the runtime's handlers make their last calls
+ * (tcf_capture_quiesce). Every launch path calls it: a program whose first launches are
+ * all only counted (fuse mode's undecodable ones, graph mode's paused ones), or taken by
+ * the acting mode, must stop too, or an exit from a signal handler that interrupted a
+ * window's holder waits on its lock. */
+void tcf_capture_exit_hook(void)
+{
+    static atomic_int quiesce_at_exit;
+    if (!atomic_load_explicit(&quiesce_at_exit, memory_order_relaxed) &&
+        !atomic_exchange(&quiesce_at_exit, 1))
+        atexit(tcf_capture_quiesce);
+}
+
 void tcf_capture_count(CUfunction f, CUresult rc)
 {
+    tcf_capture_exit_hook();
     tcf_count_launch(f, rc);
 }
 
@@ -404,12 +432,7 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
 {
     if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
-    /* Exit handlers run newest first: one registered now, after the runtime's, stops the
-     * recording before the runtime's handlers make their last calls (tcf_capture_quiesce). */
-    static atomic_int quiesce_at_exit;
-    if (!atomic_load_explicit(&quiesce_at_exit, memory_order_relaxed) &&
-        !atomic_exchange(&quiesce_at_exit, 1))
-        atexit(tcf_capture_quiesce);
+    tcf_capture_exit_hook();
     tcf_kernel_t *k = tcf_count_launch(f, rc);
     if (!w)
         w = tcf_window_for(stream, ptds);

@@ -72,6 +72,9 @@ typedef struct tcf_window {
     uint32_t         ndec;             /* decoded launches since exec_from, held or not */
     uint64_t         hold_site;        /* where the held work was held from (exec/sites.c);
                                         * 0: none, or no policy */
+    /* The last launch counted and not recorded (tcf_window_pass_launch): its kernel's id,
+     * and nev + 1 when it came (0: none since the window opened). Written outside the lock. */
+    uint32_t         pass_kid, pass_at;
     /* replay (graph mode; replay/ owns these, capture never resets them) */
     uint64_t         rseed, rh;        /* the key's seed at the window's first launch, and
                                         * the key so far while holding */
@@ -134,6 +137,14 @@ tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, uint64_t siz
  * Never closes w: the caller checks the launch cap. */
 tcf_event_t *tcf_window_add_launch(tcf_window_t *w, const tcf_launch_t *l, int held,
                                    CUresult rc, uint64_t now);
+/* A launch the acting mode will not act on, before it is issued (w not locked): returns 1
+ * when it need not be recorded, only counted (tcf_capture_count once issued), and then
+ * notes it as the stream's last launch (pass_kid); 0 when it must be recorded as usual
+ * (a trace records every launch). Fuse mode's windows hold only what it may act on:
+ * undecodable launches end held work and decoded chains before them, so nothing reads
+ * them from the window, and their recording was most of fuse mode's cost per launch on
+ * programs of kernels it cannot decode. */
+int tcf_window_pass_launch(tcf_window_t *w, const tcf_kernel_t *k);
 /* The byte count tcf_window_add_launch copies for l (0: unknown, or none). */
 uint32_t tcf_launch_param_bytes(const tcf_launch_t *l);
 /* The attributes kept with a launch event. */

@@ -118,18 +118,27 @@ static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint
     return e;
 }
 
+/* A launch fuse mode does not act on, once held work went out before it: 2 (issue it and
+ * count it, recording nothing) where capture allows, else 0 (issue and record it). */
+static int tcf_exec_pass(CUstream stream, const tcf_kernel_t *k)
+{
+    tcf_window_t *w = tcf_window_for(stream, 0);
+    return w && tcf_window_pass_launch(w, k) ? 2 : 0;
+}
+
 int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned smem, CUstream stream,
                             void **params, void **extra, CUresult *result)
 {
     if (!tcf_holding)
         return 0;
+    tcf_capture_exit_hook();
     tcf_fkern_begin();
     int absent = tcf_fkern_absent();
     if (absent) {  /* no NVRTC or no worker: nothing can be fused, all runs as issued */
         tcf_count(absent == TCF_ABSENT_NVRTC ? &tcf_xctr.no_nvrtc : &tcf_xctr.no_worker);
         tcf_flush_held(NULL, "other-work");
-        return 0;
+        return tcf_exec_pass(stream, tcf_kernel_get(f));
     }
     tcf_kernel_t *k = tcf_kernel_get(f);
     int fs = atomic_load_explicit(&k->fuse_state, memory_order_acquire);
@@ -138,7 +147,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
     }
     if (fs != TCF_FUSE_DECODABLE || extra || !params) {
         tcf_flush_held(NULL, "other-work");
-        return 0;
+        return tcf_exec_pass(stream, k);
     }
     uint8_t buf[TCF_PARAMS_MAX];
     memset(buf, 0, k->param_bytes);
@@ -154,7 +163,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
         atomic_fetch_add(&tcf_xctr.refused[ds], 1);
         k->refusal = (uint8_t)ds;   /* this launch's reason: the summary's by family */
         tcf_flush_held(NULL, "other-work");
-        return 0;
+        return tcf_exec_pass(stream, k);
     }
     tcf_window_t *w = tcf_window_for(stream, 0);
     if (!w) {

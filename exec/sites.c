@@ -46,7 +46,10 @@ static atomic_ullong tcf_sites[TCF_SITES];
 uint64_t tcf_site_key(const tcf_window_t *w, const tcf_kernel_t *k)
 {
     uint64_t prev = 0;  /* nothing before it since the window opened */
-    if (w->nev) {
+    if (__atomic_load_n(&w->pass_at, __ATOMIC_RELAXED) == w->nev + 1) {
+        /* the launch before it was counted, not recorded (tcf_window_pass_launch) */
+        prev = (uint64_t)__atomic_load_n(&w->pass_kid, __ATOMIC_RELAXED) << 8;
+    } else if (w->nev) {
         const tcf_event_t *e = &w->ev[w->nev - 1];
         prev = e->kind == TCF_EV_LAUNCH ? (uint64_t)e->u.l.k->id << 8 : 0x80u + e->kind;
     }

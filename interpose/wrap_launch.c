@@ -25,12 +25,15 @@ static inline int tcf_replaying(void)
 }
 
 /* Fuse mode takes only legacy-stream cuLaunchKernel launches (holds them, or issues and
- * records them itself); the other forms keep order by issuing held work first. */
+ * records them itself, or has them only counted); the other forms keep order by issuing
+ * held work first. */
 #define TCF_HOLD_cuLaunchKernel(args)                                                    \
-    {                                                                                    \
+    if (tcf_fusing()) {                                                                  \
         CUresult taken_rc;                                                               \
-        if (tcf_fusing() && tcf_exec_launch args)                                \
+        int x_ = tcf_exec_launch args;                                                   \
+        if (x_ == 1)                                                                     \
             return taken_rc;                                                             \
+        quiet = x_ == 2;                                                                 \
     }
 #define TCF_HOLD_OTHER(stream)                                                           \
     if (tcf_fusing())                                                                    \

@@ -86,6 +86,26 @@ expect_reason() {
     expect_reason w exit 1
 }
 
+@test "stats: fuse mode counts the launches it cannot decode and records none of them; a trace records them all" {
+    # scen's kernels are not PyTorch's: nothing fuse mode could act on, so no window
+    # records them (their recording was most of fuse mode's cost on such programs); the
+    # launches, their kernels and the boundary calls are counted as in observe mode
+    TCFUSE_MODE=fuse tcf lean "$PROGS/scen" windows
+    [ "$status" = 0 ] || { cat "$T/lean.err"; return 1; }
+    expect_line "$T/lean.err" '^tcfuse: stats: mode fuse, pid [0-9]+$'
+    expect_stat lean launches '12 \(4 distinct kernels\)'
+    expect_stat lean windows '0 \(launches per window: median 0, max 0\)'
+    expect_stat lean calls '4 boundary calls from every thread .*'
+    # the window keys are observe mode's alone
+    ! stats_line "$T/lean.err" keys
+    # a trace asks for every launch: the same windows as observe mode's
+    TCFUSE_MODE=fuse TCFUSE_TRACE="$T/lean.jsonl" tcf leantr "$PROGS/scen" windows
+    [ "$status" = 0 ]
+    [ "$(grep -c '"ev":"launch"' "$T/lean.jsonl")" = 12 ]
+    expect_stat leantr windows '5 \(launches per window: median 2, max 5\)'
+    same_text "stdout" "$T/lean.out" "$T/leantr.out"
+}
+
 @test "stats: repeated windows share a key whatever their pointers and scalars" {
     stats r "$PROGS/scen" repeat
     expect_stat r launches '8 \(3 distinct kernels\)'
