@@ -61,6 +61,7 @@
 #include "tests/stub/fakecuda.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -163,11 +164,37 @@ CUresult fk_injected(const char *abi)
     return CUDA_SUCCESS;
 }
 
-/* Whether a return address lies in libtcfuse.so (see "self queries" at the top). */
-int fk_from_tcfuse(const void *ra)
+/* Whether a return address lies in libtcfuse.so (see "self queries" at the top). The
+ * answers are kept by address: dladdr takes the dynamic loader's lock, and a program that
+ * exits from a signal handler (tests/bats/exit.bats) must not find it held by a stand-in
+ * call its signal interrupted (its exit handlers' dlclose would wait on it for ever). A
+ * process has few call sites; past the table's size dladdr answers each time. */
+#define FK_RA_SLOTS 256
+static _Atomic uintptr_t fk_ra[FK_RA_SLOTS];   /* ra << 1 | answer (user addresses < 2^47) */
+
+static int fk_dladdr_tcfuse(const void *ra)
 {
     Dl_info di;
     return dladdr(ra, &di) && di.dli_fname && strstr(di.dli_fname, "libtcfuse") != NULL;
+}
+
+int fk_from_tcfuse(const void *ra)
+{
+    uintptr_t key = (uintptr_t)ra << 1;
+    size_t h = (size_t)(((uintptr_t)ra >> 2) * 0x9E3779B97F4A7C15ull >> 56);
+    for (size_t i = 0; i < 8; i++) {
+        size_t j = (h + i) % FK_RA_SLOTS;
+        uintptr_t at = atomic_load_explicit(&fk_ra[j], memory_order_relaxed);
+        if ((at & ~(uintptr_t)1) == key)
+            return (int)(at & 1);
+        if (at)
+            continue;
+        int from = fk_dladdr_tcfuse(ra);
+        uintptr_t none = 0;
+        atomic_compare_exchange_strong(&fk_ra[j], &none, key | (uintptr_t)from);
+        return from;
+    }
+    return fk_dladdr_tcfuse(ra);
 }
 
 void fk_hex(char *out, size_t cap, const void *p, size_t n)
