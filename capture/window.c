@@ -443,7 +443,7 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
                              .block = { bx, by, bz }, .smem = smem, .params = params,
                              .extra = extra, .attrs = attrs, .nattrs = attrs ? nattrs : 0 };
     pthread_mutex_lock(&w->lock);
-    if (tcf_window_add_launch(w, &l, 0, rc, now) && w->nlaunch >= tcf_window_max)
+    if (tcf_window_add_launch(w, &l, 0, rc, now) && w->nlaunch >= tcf_window_cap_of(w))
         tcf_window_close_locked(w, "size-cap", NULL, 0);
     pthread_mutex_unlock(&w->lock);
 }

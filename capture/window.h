@@ -94,6 +94,9 @@ typedef struct tcf_window {
     uint8_t          rquiet;           /* a paused window: its launches are counted, not
                                         * recorded or learned (replay/hold.c) */
     uint32_t         rqn;              /* launches of the quiet window so far */
+    uint32_t         rcap;             /* this window's launch cap (0: tcf_window_cap) */
+    uint32_t         rslow;            /* windows since the stream's last wait for the GPU */
+    uint64_t         rsyncs;           /* the waits for the GPU counted when it began */
     /* Set by the acting mode's flush when the window ran as one CUDA graph, so that the
      * trace marks it; reset when the window closes. */
     uint32_t         graph_nodes, graph_patched;
@@ -156,6 +159,11 @@ static inline const CUlaunchAttribute *tcf_event_attrs(const tcf_window_t *w,
 }
 /* The launch cap of windows (TCFUSE_WINDOW_MAX, or the acting mode's). */
 uint32_t tcf_window_cap(void);
+/* w's own cap: the acting mode's for this window (tcf_window_t.rcap), else the above. */
+static inline uint32_t tcf_window_cap_of(const tcf_window_t *w)
+{
+    return w->rcap ? w->rcap : tcf_window_cap();
+}
 /* Fills every field of a launch event (events live in reused memory: a stale `held` would
  * issue a launch twice). */
 void tcf_event_launch(tcf_event_t *e, tcf_via_t via, int held, CUresult rc, CUstream stream,

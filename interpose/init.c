@@ -146,6 +146,7 @@ static void tcf_init_once(void)
     const tcf_capture_up_t graph_up = {
         .flush = tcf_replay_flush, .stop = tcf_replay_stop, .stats = tcf_replay_stats_print,
         .flush_all = 1, .no_idle = 1, .window_max = (uint32_t)tcf_cfg.replay_max,
+        .boundary = tcf_replay_boundary,
     };
     /* Full mode is graph mode's windows, with exec beside replay planning them (replay
      * calls it: exec/steps.h). */

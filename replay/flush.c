@@ -238,6 +238,7 @@ void tcf_rwindow_next(tcf_window_t *w, tcf_rplan_t *p, int graph, int cut)
     w->rstate = TCF_R_FRESH;
     w->rcut = 0;
     w->rquiet = 0, w->rqn = 0;
+    w->rcap = 0;   /* the next window's first launch sets it (hold.c) */
     if (cut)
         w->rord = w->rord < TCF_R_ORD_MAX ? w->rord + 1 : TCF_R_ORD_MAX;
     else

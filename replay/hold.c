@@ -40,6 +40,32 @@ atomic_int tcf_rholding;             /* windows with held work (hint) */
 static atomic_int tcf_rcapturing;    /* application stream captures under way */
 static atomic_int tcf_rlegacy;       /* legacy-stream windows with held work (hint) */
 static uint32_t tcf_rcap;            /* launches per window */
+static atomic_ullong tcf_rsyncs;     /* calls that waited for the GPU (tcf_replay_boundary) */
+
+/* Slow start. When the host has just waited for the GPU (a synchronize), the GPU is idle,
+ * and a held window gives it nothing until the window's last launch is issued: on a
+ * GPU-bound program that repeats every iteration, the whole window's host time, added to
+ * the iteration (libtorch-block: 0.93-0.95x eager in graph and full mode with windows of
+ * 32 from the synchronize on). The windows after a wait are cut short and grow
+ * (TCFUSE_REPLAY_SLOW: 4, 8, 16, then the cap), so that the GPU soon has work and each
+ * window runs while the next one is gathered. The cuts stay structural: where a program
+ * waits is part of what it does. */
+#define TCF_R_SLOW_STEPS 12u
+
+static uint32_t tcf_rslow_cap(uint32_t slow)
+{
+    uint64_t first = (uint64_t)tcf_cfg.replay_slow;
+    if (!first || slow >= TCF_R_SLOW_STEPS || (first << slow) >= tcf_rcap)
+        return tcf_rcap;
+    return (uint32_t)(first << slow);
+}
+
+void tcf_replay_boundary(const char *call)
+{
+    if (strstr(call, "Synchronize") || !strcmp(call, "cuMemcpyDtoH") || !strcmp(call, "cuMemcpy") ||
+        !strcmp(call, "cuMemFree"))
+        atomic_fetch_add_explicit(&tcf_rsyncs, 1, memory_order_relaxed);
+}
 
 static inline int tcf_is_legacy(const tcf_window_t *w)
 {
@@ -230,6 +256,14 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
             w->rord = 0;
         }
         w->rseed = w->rh = tcf_rkey_seed(w->ctx, w->stream, w->rord);
+        uint64_t syncs = atomic_load_explicit(&tcf_rsyncs, memory_order_relaxed);
+        if (syncs != w->rsyncs) {   /* the host waited for the GPU since the last window */
+            w->rsyncs = syncs;
+            w->rslow = 0;
+        }
+        w->rcap = tcf_rslow_cap(w->rslow);
+        if (w->rslow < TCF_R_SLOW_STEPS)
+            w->rslow++;
         /* Does it pay: the stream's last window took from its first work to this one. */
         w->rstart = tcf_now_ns();
         if (w->rprev) {
@@ -266,7 +300,7 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
         static atomic_int registered;
         if (!atomic_exchange(&registered, 1))
             atexit(tcf_rexit);
-        if (w->nlaunch >= tcf_rcap)
+        if (w->nlaunch >= tcf_window_cap_of(w))
             tcf_window_close_locked(w, "size-cap", NULL, 0);
         return 1;
     }
@@ -288,7 +322,7 @@ static void tcf_rquiet_count(tcf_window_t *w)
 
 /* A launch on a quiet window: a paused stream's window learns nothing, since nothing
  * would be held from what it learned until the pause ends, so its launches are only
- * counted, and cut where a recorded window would be cut (every tcf_rcap launches), so that
+ * counted, and cut where a recorded window would be cut (at the window's cap), so that
  * the windows after the pause get the keys they had before it. What the window recorded
  * besides (frees, memsets) closes with it. A boundary since the window began ends it:
  * the normal path then starts the next. 1 when counted (issue it, record nothing), 0 when
@@ -302,7 +336,7 @@ static int tcf_rquiet_launch(tcf_window_t *w)
         epoch == w->repoch) {
         counted = 1;
         tcf_rquiet_count(w);
-        if (w->rqn >= tcf_rcap) {
+        if (w->rqn >= tcf_window_cap_of(w)) {
             if (w->nev) {
                 tcf_window_close_locked(w, "size-cap", NULL, 0);   /* flush.c ends it */
             } else {
@@ -371,7 +405,7 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
     taken = tcf_rtake(w, &sig, tcf_rappend_launch, &l);
     if (taken)
         *result = CUDA_SUCCESS;
-    else if (w->rquiet && !w->nlaunch && w->rqn < tcf_rcap) {   /* a quiet window's first */
+    else if (w->rquiet && !w->nlaunch && w->rqn < tcf_window_cap_of(w)) {   /* a quiet window's first */
         tcf_rquiet_count(w);
         taken = 2;
     }

@@ -68,5 +68,8 @@ void tcf_replay_capture_end(void);
 void tcf_replay_flush(struct tcf_window *w, const char *reason);
 void tcf_replay_stop(void);
 void tcf_replay_stats_print(void);
+/* Every boundary call, after the windows closed: a call that waits for the GPU starts the
+ * next windows short (slow start, hold.c). */
+void tcf_replay_boundary(const char *call);
 
 #endif

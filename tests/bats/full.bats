@@ -15,6 +15,7 @@ setup() {
     fusechain_setup || return 1
     need_nvrtc
     export FAKECUDA_MEM=1 TCFUSE_CACHE_DIR="$T/cache" TCFUSE_NVRTC="$NVRTC"
+    export TCFUSE_REPLAY_SLOW=0   # windows of TCFUSE_REPLAY_MAX (replay.bats tests slow start)
 }
 
 # The kernels that ran on the program's stream (the legacy one; tcfuse's worker verifies

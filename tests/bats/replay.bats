@@ -8,6 +8,13 @@
 
 load helpers
 
+# The scenarios below count windows of TCFUSE_REPLAY_MAX from their synchronize on; slow
+# start (short windows after a synchronize) has its own test, at the end.
+setup() {
+    common_setup || return 1
+    export TCFUSE_REPLAY_SLOW=0
+}
+
 # What ran on the device, one line each, launched or as a graph's node: kernels (name,
 # grid, block, smem, stream, parameter bytes), memsets ("M elem dst value count stream"),
 # copies ("C dst src bytes stream"), and the frees between them ("X ...").
@@ -294,6 +301,23 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     # every graph dropped is destroyed
     [ "$(grep -c '^cuGraphExecDestroy .* rc=0$' "$T/lru.graph.log")" -ge \
       "$(stat_num "$T/lru.graph.err" graphs '[0-9]+ evicted')" ]
+}
+
+@test "graph: after a synchronize the windows start short and grow (slow start)" {
+    # 40 launches an iteration, a synchronize after each: windows of 4, 8, 16, then the
+    # cap (32) for what is left, 12; every window repeats and runs as its graph
+    replay_vs_eager slow TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_TRACE="$T/slow.jsonl" -- loop 8
+    local n
+    for n in 4 8 16 12; do
+        [ "$(grep -c "\"ev\":\"window\".*\"launches\":$n," "$T/slow.jsonl")" = 8 ] ||
+            { echo "windows of $n:"; grep -c "\"launches\":$n," "$T/slow.jsonl"; return 1; }
+    done
+    expect_line "$T/slow.graph.err" 'boundaries +size-cap 24, cuStreamSynchronize 8$'
+    expect_line "$T/slow.graph.err" 'replay +20 windows run as graphs \(200 launches'
+    # the first window's length is the option; the cap bounds the growth: 2, 4, then four
+    # of 8, and the 2 left
+    replay_vs_eager slow2 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=2 TCFUSE_REPLAY_MAX=8 -- loop 8
+    expect_line "$T/slow2.graph.err" 'window sizes +2-3:16 4-7:8 8-15:32$'
 }
 
 @test "graph: other modes are unchanged by it (observe passes every call as before)" {
