@@ -45,6 +45,29 @@ TEST(keys_tell_places_apart)
     w.stream = 0x77;
 }
 
+/* Fuse mode only counts the launches it cannot decode (tcf_window_pass_launch): the site
+ * of the launch after one is keyed by that kernel, as if it had been recorded, until
+ * something is recorded after it. */
+TEST(a_counted_launch_is_the_launch_before)
+{
+    memset(ev, 0, sizeof ev);
+    w.nev = 0, w.pass_at = 0;
+    uint64_t none = tcf_site_key(&w, &kern_a);
+    ev[0].kind = TCF_EV_LAUNCH, ev[0].u.l.k = &kern_b;
+    w.nev = 1;
+    uint64_t after_b = tcf_site_key(&w, &kern_a);
+    w.nev = 0;
+    CHECK(tcf_window_pass_launch(&w, &kern_b) == 1);     /* no trace: counted only */
+    CHECK_EQ_U64(tcf_site_key(&w, &kern_a), after_b);     /* b counted = b recorded */
+    ev[0].u.l.k = &kern_c;
+    w.nev = 1;                                            /* c recorded after it */
+    CHECK(tcf_site_key(&w, &kern_a) != after_b);
+    CHECK(tcf_window_pass_launch(&w, &kern_b) == 1);      /* then b counted again */
+    CHECK_EQ_U64(tcf_site_key(&w, &kern_a), after_b);
+    w.nev = 0, w.pass_at = 0;                             /* the window closed */
+    CHECK_EQ_U64(tcf_site_key(&w, &kern_a), none);
+}
+
 TEST(vain_twice_then_passed_and_rechecked)
 {
     uint64_t s = 0xabcdef0123456001ull;
@@ -110,6 +133,7 @@ TEST(another_site_in_the_slot_is_not_it)
 int main(void)
 {
     RUN(keys_tell_places_apart);
+    RUN(a_counted_launch_is_the_launch_before);
     RUN(vain_twice_then_passed_and_rechecked);
     RUN(new_kernels_recheck_at_once);
     RUN(fused_once_held_for_good);
