@@ -255,7 +255,6 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
             w->repoch = epoch;
             w->rord = 0;
         }
-        w->rseed = w->rh = tcf_rkey_seed(w->ctx, w->stream, w->rord);
         uint64_t syncs = atomic_load_explicit(&tcf_rsyncs, memory_order_relaxed);
         if (syncs != w->rsyncs) {   /* the host waited for the GPU since the last window */
             w->rsyncs = syncs;
@@ -264,6 +263,10 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
         w->rcap = tcf_rslow_cap(w->rslow);
         if (w->rslow < TCF_R_SLOW_STEPS)
             w->rslow++;
+        w->rseed = tcf_rkey_seed(w->ctx, w->stream, w->rord);
+        if (w->rcap != tcf_rcap)   /* a short window's key is its own (key.c) */
+            w->rseed = tcf_rkey_capped(w->rseed, w->rcap);
+        w->rh = w->rseed;
         /* Does it pay: the stream's last window took from its first work to this one. */
         w->rstart = tcf_now_ns();
         if (w->rprev) {

@@ -72,6 +72,7 @@ const uint8_t *tcf_revent_bytes(const tcf_window_t *w, const tcf_event_t *e,
                                 uint8_t op[TCF_R_OP_BYTES]);
 
 uint64_t tcf_rkey_seed(uint64_t ctx, uint64_t stream, uint32_t ord);
+uint64_t tcf_rkey_capped(uint64_t seed, uint32_t cap);
 uint64_t tcf_rkey_step(uint64_t h, const tcf_rsig_t *s);
 
 /* Why a launch cannot be held (and cuts its window); 0: it can. */

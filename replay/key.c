@@ -39,6 +39,15 @@ uint64_t tcf_rkey_seed(uint64_t ctx, uint64_t stream, uint32_t ord)
     return tcf_rmix(tcf_rmix(tcf_rmix(0x7265706c6179ull, ctx), stream), ord);
 }
 
+/* A window cut shorter than the cap (slow start, hold.c) has a key of its own: a window
+ * after another boundary, cut at the cap, may begin with the same launches, and must not
+ * find the short window's key complete at its fourth launch and hold on, only to leave
+ * the graph's path at its fifth. */
+uint64_t tcf_rkey_capped(uint64_t seed, uint32_t cap)
+{
+    return tcf_rmix(seed, 0x736c6f77ull << 32 | cap);
+}
+
 uint64_t tcf_rkey_step(uint64_t h, const tcf_rsig_t *s)
 {
     h = tcf_rmix(h, s->handle);

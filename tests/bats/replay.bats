@@ -318,6 +318,13 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     # of 8, and the 2 left
     replay_vs_eager slow2 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=2 TCFUSE_REPLAY_MAX=8 -- loop 8
     expect_line "$T/slow2.graph.err" 'window sizes +2-3:16 4-7:8 8-15:32$'
+    # a short window's key is its own: the window after an event record (a boundary that
+    # waits for nothing: no restart, cut at 16) begins with the 4 launches of the short
+    # window after the synchronize, and is never held on that graph's path
+    replay_vs_eager restart TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 -- restart 8
+    expect_line "$T/restart.graph.err" 'window sizes +4-7:16 8-15:24$'
+    expect_line "$T/restart.graph.err" 'as issued +held windows run as issued: 0 left a graph.s path, 0 closed without a ready graph,'
+    [ "$(replayed "$T/restart.graph.err")" -gt 24 ]
 }
 
 @test "graph: other modes are unchanged by it (observe passes every call as before)" {

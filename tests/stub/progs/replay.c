@@ -27,6 +27,10 @@
  *   exit       ITERS x (12 launches |sync), then 12 more and exit without a synchronize
  *   switch     ITERS x (12 launches |sync), then ITERS x (12 other launches |sync): keys
  *              that stop coming, and new ones
+ *   restart    ITERS x (12 launches |sync, 12 launches, an event record, the same 12
+ *              launches |sync): after the synchronize slow start cuts 4 and 8, after the
+ *              event record (a boundary that waits for nothing) 16 and more: a window
+ *              there begins with the 4 launches of the short one, and is not its graph
  *   chance     ITERS x (12 launches |sync): the first 6 iterations alike (a graph is
  *              made), then the first 4 launches alike and the other 8's kernels drawn
  *              at random: windows held on the graph's path that leave it
@@ -139,6 +143,18 @@ int main(int argc, char **argv)
 
     if (!strcmp(sc, "loop") || !strcmp(sc, "fixed")) {
         run_loop(iters, 40, !strcmp(sc, "loop"));
+    } else if (!strcmp(sc, "restart")) {
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 12; j++)
+                check(one(it, j, w.s[0], 1));
+            check(d.streamSynchronize(w.s[0]));
+            for (int j = 0; j < 12; j++)
+                check(one(it, j, w.s[0], 1));
+            check(d.eventRecord(w.ev, w.s[0]));
+            for (int j = 0; j < 12; j++)
+                check(one(it, j, w.s[0], 1));
+            check(d.streamSynchronize(w.s[0]));
+        }
     } else if (!strcmp(sc, "short")) {
         run_loop(iters, 2, 1);
     } else if (!strcmp(sc, "chance")) {
