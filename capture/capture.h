@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 struct tcf_window;
+struct tcf_kernel;   /* recognize/recognize.h */
 
 /* What capture calls upward, into the mode acting on its windows (exec/). Every member may
  * be NULL (observe mode: nothing acts). */
@@ -69,6 +70,8 @@ void tcf_capture_exit_hook(void);
  * launches) and not recorded: a paused stream's in graph and full mode, for which
  * tcf_replay_launch said so. tcf_capture_launch counts the same way. */
 void tcf_capture_count(CUfunction f, CUresult rc);
+/* The same for a launch whose kernel the caller already looked up (fuse mode's). */
+void tcf_capture_count_kernel(struct tcf_kernel *k, CUresult rc);
 
 /* A kernel launch, already issued with result rc. `ptds` is set when it came through a
  * _ptsz entry point (stream 0 then means the per-thread default stream). Exactly one of

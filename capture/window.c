@@ -394,13 +394,18 @@ int tcf_window_pass_launch(tcf_window_t *w, const tcf_kernel_t *k)
     return 1;
 }
 
-static tcf_kernel_t *tcf_count_launch(CUfunction f, CUresult rc)
+static void tcf_count_kernel_launch(tcf_kernel_t *k, CUresult rc)
 {
     tcf_count(&tcf_ctr.launches);   /* per thread: count.h */
     if (rc != CUDA_SUCCESS)
         atomic_fetch_add_explicit(&tcf_ctr.launch_errors, 1, memory_order_relaxed);
-    tcf_kernel_t *k = tcf_kernel_get(f);
     tcf_count(&k->launches);
+}
+
+static tcf_kernel_t *tcf_count_launch(CUfunction f, CUresult rc)
+{
+    tcf_kernel_t *k = tcf_kernel_get(f);
+    tcf_count_kernel_launch(k, rc);
     return k;
 }
 
@@ -422,6 +427,11 @@ void tcf_capture_count(CUfunction f, CUresult rc)
 {
     tcf_capture_exit_hook();
     tcf_count_launch(f, rc);
+}
+
+void tcf_capture_count_kernel(tcf_kernel_t *k, CUresult rc)
+{
+    tcf_count_kernel_launch(k, rc);   /* exec registered the exit hook before handing it */
 }
 
 void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,

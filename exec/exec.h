@@ -31,11 +31,12 @@ void tcf_exec_init(void);
 /* A cuLaunchKernel on its way to the driver: returns 1 when exec took care of it (held in
  * the window, or issued and recorded with its decoded op) and the wrapper must return
  * *result; 0 when the caller must issue and record it as usual, 2 when it must issue it
- * and only count it (tcf_capture_count: a launch fuse mode does not act on); with 0 and 2,
- * held work that must precede it has been issued. */
+ * and only count it (tcf_capture_count_kernel with *k, its kernel: a launch fuse mode does
+ * not act on); with 0 and 2, held work that must precede it has been issued. */
+struct tcf_kernel;
 int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                     unsigned by, unsigned bz, unsigned smem, CUstream stream, void **params,
-                    void **extra, CUresult *result);
+                    void **extra, CUresult *result, struct tcf_kernel **k);
 /* A stream-ordered free: TCF_FREE_HELD when held (it must run after held work that may
  * use the block), TCF_FREE_KEPT when its block is kept for the next allocation of its size
  * on its stream (exec/reuse.c; the caller records the free and returns success without

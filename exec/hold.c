@@ -119,16 +119,19 @@ static tcf_event_t *tcf_fuse_append(tcf_window_t *w, tcf_kernel_t *k, const uint
 }
 
 /* A launch fuse mode does not act on, once held work went out before it: 2 (issue it and
- * count it, recording nothing) where capture allows, else 0 (issue and record it). */
-static int tcf_exec_pass(CUstream stream, const tcf_kernel_t *k)
+ * count it as kernel k, recording nothing) where capture allows, else 0 (issue and record
+ * it). */
+static int tcf_exec_pass(CUstream stream, tcf_kernel_t *k, tcf_kernel_t **kout)
 {
     tcf_window_t *w = tcf_window_for(stream, 0);
+    *kout = k;
     return w && tcf_window_pass_launch(w, k) ? 2 : 0;
 }
 
 int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned smem, CUstream stream,
-                            void **params, void **extra, CUresult *result)
+                            void **params, void **extra, CUresult *result,
+                            tcf_kernel_t **kout)
 {
     if (!tcf_holding)
         return 0;
@@ -138,7 +141,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
     if (absent) {  /* no NVRTC or no worker: nothing can be fused, all runs as issued */
         tcf_count(absent == TCF_ABSENT_NVRTC ? &tcf_xctr.no_nvrtc : &tcf_xctr.no_worker);
         tcf_flush_held(NULL, "other-work");
-        return tcf_exec_pass(stream, tcf_kernel_get(f));
+        return tcf_exec_pass(stream, tcf_kernel_get(f), kout);
     }
     tcf_kernel_t *k = tcf_kernel_get(f);
     int fs = atomic_load_explicit(&k->fuse_state, memory_order_acquire);
@@ -147,7 +150,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
     }
     if (fs != TCF_FUSE_DECODABLE || extra || !params) {
         tcf_flush_held(NULL, "other-work");
-        return tcf_exec_pass(stream, k);
+        return tcf_exec_pass(stream, k, kout);
     }
     uint8_t buf[TCF_PARAMS_MAX];
     memset(buf, 0, k->param_bytes);
@@ -163,7 +166,7 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
         atomic_fetch_add(&tcf_xctr.refused[ds], 1);
         k->refusal = (uint8_t)ds;   /* this launch's reason: the summary's by family */
         tcf_flush_held(NULL, "other-work");
-        return tcf_exec_pass(stream, k);
+        return tcf_exec_pass(stream, k, kout);
     }
     tcf_window_t *w = tcf_window_for(stream, 0);
     if (!w) {

@@ -46,6 +46,8 @@ static inline int tcf_replaying(void)
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
         struct tcf_window *win = NULL;                                                   \
+        struct tcf_kernel *kq = NULL;   /* a counted launch's kernel, where fuse mode     \
+                                         * looked it up already */                       \
         int quiet = 0;                                                                   \
         if (tcf_replaying()) {                                                           \
             CUresult held_rc;                                                            \
@@ -57,12 +59,14 @@ static inline int tcf_replaying(void)
             quiet = r_ == 2;                                                             \
         } else if (!(ptds)) {                                                            \
             TCF_HOLD_cuLaunchKernel((f, gx, gy, gz, bx, by, bz, smem, stream, params,    \
-                                     extra, &taken_rc))                                  \
+                                     extra, &taken_rc, &kq))                             \
         } else {                                                                         \
             TCF_HOLD_OTHER(stream)                                                       \
         }                                                                                \
         CUresult rc = real TCF_LAUNCH_ARGS;                                              \
-        if (quiet)                                                                       \
+        if (quiet && kq)                                                                 \
+            tcf_capture_count_kernel(kq, rc);                                            \
+        else if (quiet)                                                                  \
             tcf_capture_count(f, rc);                                                    \
         else if (tcf_on())                                                               \
             tcf_capture_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem, stream,  \

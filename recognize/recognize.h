@@ -27,7 +27,7 @@
 /* --- kernel identity (kernels.c) ------------------------------------------------------ */
 enum { TCF_KIND_UNKNOWN = 0, TCF_KIND_KERNEL, TCF_KIND_FUNCTION };
 
-typedef struct {
+typedef struct tcf_kernel {
     uint64_t    handle;
     uint32_t    id;           /* dense, from 1, in order of first launch */
     uint8_t     kind;
