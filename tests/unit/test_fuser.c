@@ -368,22 +368,6 @@ TEST(rotate_half_chain)
     w3[2].op.out = c + 2;
     CHECK_EQ_INT(P(w3, 4), 0);
     CHECK(plan.ngroups == 1 && plan.groups[0].nitems == 2 && plan.reasons[TCF_FUSER_OVERLAP] == 1);
-    /* q * cos computed in the window, walked [D, H, S, B] as q's [B, S, H, D] memory
-     * orders it: the cat cannot change its order, so the group turns to the cat's, and
-     * the add reads both products from registers (PyTorch's own order of launches) */
-    tcf_item_t qc = SV(op3(TCF_OP_MUL, TCF_DT_BF16, 0, qcos, 2, q, MB(7), 0), 4, L(16, 4, 8, 2),
-                       L(L(2, 2, 2), L(32, 32, 0), L(128, 128, 32), L(1024, 1024, 0)));
-    tcf_item_t add2 = scal(SV(op3(TCF_OP_ADD, TCF_DT_BF16, 0, y, 2, qcos, m, 0), 4, L(16, 8, 4, 2),
-                              L(L(2, 2, 2), L(128, 128, 32), L(32, 32, 256), L(1024, 1024, 1024))),
-                           TCF_SARG_NONE, 1.0f, 0, 1);
-    tcf_item_t w5[] = { qc, neg, win[1], mul, add2, free_(c), free_(m), free_(x2n), free_(qcos) };
-    CHECK_EQ_INT(PLAN(w5), 0);
-    if (CHECK_EQ_INT(plan.ngroups, 1)) {
-        CHECK(plan.groups[0].nitems == 4 && plan.item_group[1] == -1 && plan.groups[0].g.ndim == 4);
-        CHECK(gop(0, 3)->in_src[0] == SRC(0) && gop(0, 3)->in_src[1] == SRC(2));
-        CHECK(plan.groups[0].stores_dropped == 3);   /* q * cos, the cat, the product */
-        CHECK(tcf_fuser_bind(&plan.groups[0], w5, 9, &a) == 0 && !memcmp(&a, &plan.groups[0].args, sizeof a));
-    }
     /* no consumer, no producer of 2 bytes in the window: half, bits all the same */
     tcf_item_t w4[2] = { win[1], UN(EXP, MB(20), MB(21)) };
     CHECK(tcf_fuser_single(&w4[0].op, &plan.groups[0]) == 0 && plan.groups[0].g.ops[0].out_dt == TCF_DT_F16);
