@@ -690,6 +690,58 @@ static int group_sane(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g)
     return k == g->nitems && g->nitems >= 2;
 }
 
+/* Verification's smaller problem covers the same elements in the fused kernel and in
+ * every original: for each op whose store the group keeps, the byte offsets the fused
+ * kernel stores over the cut space equal those the original launch, cut by
+ * tcf_fuser_op_sizes, stores. A difference is a verification that cannot pass. */
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static size_t box_offsets(unsigned nd, const uint32_t *size, const uint32_t *st, uint64_t *out)
+{
+    size_t n = 1;
+    for (unsigned d = 0; d < nd; d++) n *= size[d];
+    for (size_t e = 0; e < n; e++) {
+        size_t r = e;
+        uint64_t off = 0;
+        for (unsigned d = 0; d < nd; d++) off += (uint64_t)(r % size[d]) * st[d], r /= size[d];
+        out[e] = off;
+    }
+    qsort(out, n, sizeof *out, cmp_u64);
+    return n;
+}
+
+static int small_agrees(const tcf_item_t *it, const tcf_fgroup_t *g)
+{
+    static uint64_t a[4096], b[4096];
+    uint32_t ns[TCF_OP_MAX_DIMS], os[TCF_OP_MAX_DIMS], on;
+    tcf_space_t sp;
+    if (g->g.red) return 1;
+    tcf_fuser_space(&g->g, &g->args, &sp);
+    uint64_t n = tcf_fuser_verify_sizes(&sp, 3001, g->g.ndim ? g->g.vec : 1, ns);
+    if (n > 4096) return 0;
+    for (unsigned k = 0; k < g->nitems; k++) {
+        const tcf_gop_t *go = &g->g.ops[k];
+        const tcf_op_t *op = &it[g->items[k]].op;
+        if (go->out_buf == TCF_NO_STORE) continue;
+        if (tcf_fuser_op_sizes(op, &sp, ns, os, &on)) continue;   /* verify_unable, not wrong */
+        uint32_t es = tcf_dtype_size(op->out_dt), one = es;
+        size_t na = g->g.ndim ? box_offsets(sp.nd, ns, g->args.stride[go->out_buf], a)
+                              : box_offsets(1, ns, &one, a);
+        size_t nb = op->it.ndim ? box_offsets(op->it.ndim, os, op->it.stride[0], b)
+                                : box_offsets(1, &on, &one, b);
+        if (na != nb || memcmp(a, b, na * sizeof *a)) {
+            fprintf(stderr, "small problem differs: group items %u-%u op %u (item %u) kind %d ndim %u\n",
+                    g->first, g->last, k, g->items[k], op->kind, op->it.ndim);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* N-d groups met in the last trace planned, and among them HF LlamaRMSNorm's tail
  * (x * rsqrt broadcast, .to(bf16), weight * x) as one packed kernel. */
 static size_t nd_groups, rms_tails;
@@ -733,6 +785,7 @@ static void plan_trace(const char *path)
             for (unsigned gi = 0; gi < plan.ngroups; gi++) {
                 tcf_fused_args_t a;
                 const tcf_fgroup_t *g = &plan.groups[gi];
+                bad += !small_agrees(items, g);
                 bad += !group_sane(items, m, g) || tcf_fuser_bind(g, items, m, &a) != 0 ||
                        memcmp(&a, &g->args, sizeof a) != 0;
                 fused += g->nitems, avoided += g->bytes_avoided;
