@@ -12,6 +12,7 @@
 #include "check.h"
 #include "fixture_kernels.h"
 #include "fuser/fuser.h"
+#include "fuser_equiv.h"
 
 #define N 1024u
 #define MB(i) (0x7f0000000000ull + ((uint64_t)(i) << 20))  /* aligned, disjoint blocks */
@@ -507,6 +508,39 @@ TEST(dead_block_reused_at_another_size)
     CHECK(plan.groups[0].args.buf[0] == b && plan.groups[0].args.buf[2] == b);
 }
 
+/* The dataflow model (fuser_equiv.h) passes a right group and catches a wrong one: a
+ * consumer reading memory instead of its producer's result, a racing in-place view, a
+ * scalar bound from the wrong op. */
+TEST(dataflow_model_bites)
+{
+    uint64_t x = MB(0), t = MB(1), y = MB(2);
+    unsigned unknown = 0;
+    char why[160];
+    tcf_item_t w[] = { UN(EXP, t, x), scal(UN(TANH, y, t), TCF_SARG_NONE, 2.0f, 0, 1) };
+    CHECK_EQ_INT(PLAN(w), 0);
+    if (!CHECK_EQ_INT(plan.ngroups, 1)) return;
+    CHECK_EQ_INT(eq_group(w, 2, &plan.groups[0], &unknown, why, sizeof why), 1);
+    static tcf_fgroup_t bad;
+    bad = plan.groups[0];
+    bad.g.ops[1].in_src[0] = 0;   /* x, not exp(x) */
+    CHECK_EQ_INT(eq_group(w, 2, &bad, &unknown, why, sizeof why), 0);
+    bad = plan.groups[0];
+    bad.args.s[bad.g.ops[1].scalar_arg[0]] ^= 1;
+    CHECK_EQ_INT(eq_group(w, 2, &bad, &unknown, why, sizeof why), 0);
+    /* the tanh written over x shifted by one element: element e loads x[e], element e - 1
+     * stores there */
+    tcf_item_t s2[] = { UN(EXP, t, x), UN(TANH, x + 4, t) };
+    CHECK_EQ_INT(PLAN(s2), 0);
+    CHECK_EQ_INT(plan.ngroups, 0);   /* the planner refuses it (overlap) */
+    tcf_item_t w2[] = { UN(EXP, t, x), UN(TANH, y, t) };
+    CHECK(PLAN(w2) == 0 && plan.ngroups == 1);
+    bad = plan.groups[0];
+    bad.args.buf[bad.g.ops[1].out_buf] = x + 4;   /* forced: the model sees the race */
+    CHECK_EQ_INT(eq_group(s2, 2, &bad, &unknown, why, sizeof why), 0);
+    CHECK(strstr(why, "another element") != NULL);
+    CHECK_EQ_INT(unknown, 0);
+}
+
 /* Verification's smaller problem: outer dims cut first, each op's dims follow. */
 TEST(verify_shrink)
 {
@@ -754,6 +788,7 @@ static void plan_trace(const char *path)
     kern_t *ks = NULL;
     size_t nk = 0, ni = 0, launches = 0, ops = 0, fused = 0, groups = 0, big = 0, bad = 0;
     nd_groups = rms_tails = 0;
+    unsigned eq_unknown = 0, eq_checked = 0;
     uint64_t avoided = 0;
     tcf_trace_event_t ev;
     tcf_trace_reader_t *r = tcf_trace_read_open(path);
@@ -786,6 +821,13 @@ static void plan_trace(const char *path)
                 tcf_fused_args_t a;
                 const tcf_fgroup_t *g = &plan.groups[gi];
                 bad += !small_agrees(items, g);
+                char why[160];
+                if (!eq_group(items, m, g, &eq_unknown, why, sizeof why)) {
+                    bad++;
+                    fprintf(stderr, "%s: window %lld, group %u: %s\n", path,
+                            (long long)ev.u.window.id, gi, why);
+                }
+                eq_checked += !g->g.red;
                 bad += !group_sane(items, m, g) || tcf_fuser_bind(g, items, m, &a) != 0 ||
                        memcmp(&a, &g->args, sizeof a) != 0;
                 fused += g->nitems, avoided += g->bytes_avoided;
@@ -826,6 +868,8 @@ static void plan_trace(const char *path)
            "%zu N-d, %llu bytes avoided%s\n", path, launches, ops, launches ? 100.0 * ops / launches : 0.0,
            fused, ops ? 100.0 * fused / ops : 0.0, groups, nd_groups, (unsigned long long)avoided,
            big ? " (windows over the item limit skipped)" : "");
+    printf("  %s: %u groups equal to eager by dataflow (%u with a view the model could not "
+           "invert)\n", path, eq_checked, eq_unknown);
     kern_free(ks, nk);
 }
 
@@ -902,6 +946,7 @@ int main(void)
     RUN(rotate_half_chain);
     RUN(dead_block_reused_at_another_size);
     RUN(verify_shrink);
+    RUN(dataflow_model_bites);
     RUN(fills);
     RUN(recorded_traces);
     return check_main_end();
