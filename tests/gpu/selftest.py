@@ -396,6 +396,24 @@ def main():
         check(rc == 0 and "promise: kept" in out and "allowed as much beyond the spread: smallk 1.09 ms" in out,
               "run-all noise floor", out[-800:])
 
+        # A variant's library that is not there is refused before anything runs; one that
+        # does not load (no stats from a run that ended well) breaks the promise, named.
+        rc, out = ra("--fake", "--programs", "smallk", "--variants", "eager,fuse,fx", "--as",
+                     "fx=fuse", "--lib", "fx=" + os.path.join(d, "nosuch.so"),
+                     "--out", os.path.join(d, "nolib"))
+        check(rc != 0 and "variant fx: " in out and "does not exist" in out and
+              not os.path.exists(os.path.join(d, "nolib", "results.json")), "run-all no lib",
+              out[-300:])
+        env["RUNALL_FAKE_NOSTATS"] = "1"
+        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants",
+                     "eager,fuse,null,easy", "--as", "null=off", "--as",
+                     "easy=eager,PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync",
+                     "--out", os.path.join(d, "nostats"))
+        del env["RUNALL_FAKE_NOSTATS"]
+        check(rc == 1 and "smallk fuse: tcfuse did not load (no stats in its output)" in out and
+              "(tcfuse not loaded: no stats)" in out and "smallk null: tcfuse did not" not in out
+              and "smallk easy: tcfuse did not" not in out, "run-all not loaded", out[-800:])
+
         # --pin: every run (cold ones too) on the CPUs named, said in the table's first line;
         # CPUs this process may not use are refused by name
         one = min(os.sched_getaffinity(0))
