@@ -37,6 +37,14 @@ static uint64_t eq_mix(uint64_t h, uint64_t v)
     return h ^ (h >> 29);
 }
 
+/* Element e's index over nd dims of size[] (innermost first, as PyTorch's
+ * OffsetCalculator and the generated kernels decompose it). */
+static void eq_index(uint64_t e, unsigned nd, const uint32_t *size, uint32_t *idx)
+{
+    for (unsigned d = 0; d < nd; d++)
+        idx[d] = (uint32_t)(e % size[d]), e /= size[d];
+}
+
 static uint64_t eq_addr(const tcf_op_t *op, unsigned o, const uint32_t *idx, uint64_t lin)
 {
     uint64_t p = o ? op->in[o - 1] : op->out;
@@ -81,12 +89,11 @@ static int eq_invert(uint64_t base, unsigned nd, const uint32_t *size, const uin
 
 static int eq_orig_index(const tcf_op_t *op, uint64_t a, uint32_t *idx, uint64_t *lin)
 {
-    if (!op->it.ndim) {
-        uint64_t es = tcf_dtype_size(op->out_dt);
-        if (a < op->out || (a - op->out) % es || (a - op->out) / es >= op->n)
-            return 0;
-        *lin = (a - op->out) / es;
-        return 1;
+    if (!op->it.ndim) {   /* contiguous: one dim of n elements */
+        uint32_t es = (uint32_t)tcf_dtype_size(op->out_dt), i = 0;
+        int r = eq_invert(op->out, 1, &op->n, &es, a, &i);
+        *lin = i;
+        return r;
     }
     return eq_invert(op->out, op->it.ndim, op->it.size, op->it.stride[0], a, idx);
 }
@@ -180,10 +187,9 @@ static int eq_group(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g, unsig
         c.in_group[g->items[k] - g->first] = 1;
     uint64_t total = g->args.n;
     for (unsigned s = 0; s < 40 && total; s++) {
-        uint64_t e = s == 0 ? 0 : s == 1 ? total - 1 : eq_rand(&seed) % total, r = e;
+        uint64_t e = s == 0 ? 0 : s == 1 ? total - 1 : eq_rand(&seed) % total;
         uint32_t m[TCF_OP_MAX_DIMS] = { 0 };
-        for (unsigned d = 0; d < g->g.ndim; d++)
-            m[d] = (uint32_t)(r % g->args.size[d]), r /= g->args.size[d];
+        eq_index(e, g->g.ndim, g->args.size, m);
         uint64_t v[TCF_GROUP_MAX_OPS];
         for (unsigned k = 0; k < g->nitems; k++) {
             const tcf_gop_t *go = &g->g.ops[k];
@@ -204,20 +210,15 @@ static int eq_group(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g, unsig
                 /* a load another element's store reaches: a race in the kernel */
                 for (unsigned q = 0; q < g->nitems; q++) {
                     uint8_t ob = g->g.ops[q].out_buf;
-                    uint32_t om[TCF_OP_MAX_DIMS];
-                    int hit;
+                    uint32_t om[TCF_OP_MAX_DIMS], n1 = (uint32_t)total, e1 = (uint32_t)e;
                     if (ob == TCF_NO_STORE)
                         continue;
-                    if (!g->g.ndim) {
-                        uint64_t es = tcf_dtype_size(g->g.buf_dt[ob]), b0 = g->args.buf[ob];
-                        hit = la >= b0 && (la - b0) % es == 0 && (la - b0) / es < total &&
-                              (la - b0) / es != e;
-                    } else {
-                        hit = eq_invert(g->args.buf[ob], g->g.ndim, g->args.size,
-                                        g->args.stride[ob], la, om) > 0 &&
-                              memcmp(om, m, g->g.ndim * sizeof *m) != 0;
-                    }
-                    if (hit) {
+                    /* a contiguous kernel: one dim of n elements of its buffer's size */
+                    uint32_t es = (uint32_t)tcf_dtype_size(g->g.buf_dt[ob]);
+                    int nd = g->g.ndim ? g->g.ndim : 1;
+                    if (eq_invert(g->args.buf[ob], (unsigned)nd, g->g.ndim ? g->args.size : &n1,
+                                  g->g.ndim ? g->args.stride[ob] : &es, la, om) > 0 &&
+                        memcmp(om, g->g.ndim ? m : &e1, (size_t)nd * sizeof *m) != 0) {
                         snprintf(why, cap, "op %u loads what another element stores (op %u)",
                                  k, q);
                         return 0;
@@ -253,10 +254,9 @@ static int eq_group(const tcf_item_t *it, size_t n, const tcf_fgroup_t *g, unsig
         if (it[j].kind != TCF_ITEM_OP || c.in_group[j - g->first])
             continue;
         for (unsigned s = 0; s < 16; s++) {
-            uint64_t lin = eq_rand(&seed) % op->n, r = lin;
+            uint64_t lin = eq_rand(&seed) % op->n;
             uint32_t idx[TCF_OP_MAX_DIMS] = { 0 };
-            for (unsigned d = 0; d < op->it.ndim; d++)
-                idx[d] = (uint32_t)(r % op->it.size[d]), r /= op->it.size[d];
+            eq_index(lin, op->it.ndim, op->it.size, idx);
             for (unsigned i = 0; i < op->nin; i++) {
                 uint64_t a = eq_addr(op, 1 + i, idx, lin);
                 if (eq_mem(&c, j, a, EQ_EAGER, 0) != eq_mem(&c, j, a, EQ_FUSED, 0) && !c.unknown) {

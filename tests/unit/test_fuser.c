@@ -739,9 +739,10 @@ static size_t box_offsets(unsigned nd, const uint32_t *size, const uint32_t *st,
     size_t n = 1;
     for (unsigned d = 0; d < nd; d++) n *= size[d];
     for (size_t e = 0; e < n; e++) {
-        size_t r = e;
+        uint32_t idx[TCF_OP_MAX_DIMS];
         uint64_t off = 0;
-        for (unsigned d = 0; d < nd; d++) off += (uint64_t)(r % size[d]) * st[d], r /= size[d];
+        eq_index(e, nd, size, idx);
+        for (unsigned d = 0; d < nd; d++) off += (uint64_t)idx[d] * st[d];
         out[e] = off;
     }
     qsort(out, n, sizeof *out, cmp_u64);
