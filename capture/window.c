@@ -458,6 +458,21 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
     pthread_mutex_unlock(&w->lock);
 }
 
+void tcf_capture_launch_marked(tcf_window_t *w, const tcf_launch_t *l, CUresult rc,
+                               uint8_t dec)
+{
+    tcf_capture_exit_hook();
+    tcf_count_kernel_launch(l->k, rc);
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
+        return;
+    tcf_event_t *e = tcf_window_add_launch(w, l, 0, rc, tcf_event_now());
+    if (!e)
+        return;
+    e->dec = dec;
+    if (w->nlaunch >= tcf_window_cap_of(w))
+        tcf_window_close_locked(w, "size-cap", NULL, 0);
+}
+
 /* An event on a stream goes into its window; one without a stream straight to the trace. */
 static void tcf_capture_other(tcf_event_t *proto, CUstream stream, int has_stream, int ptds)
 {
@@ -536,6 +551,25 @@ void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsig
     e.u.op.call = call, e.u.op.dst = dst, e.u.op.value = value;
     e.u.op.elem = elem, e.u.op.count = count;
     tcf_capture_other(&e, stream, 1, ptds);
+}
+
+void tcf_capture_memset_marked(tcf_window_t *w, const char *call, CUdeviceptr dst,
+                               unsigned value, unsigned elem, size_t count, CUstream stream,
+                               CUresult rc, uint8_t dec)
+{
+    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
+        return;
+    tcf_count(&tcf_ctr.ops);
+    tcf_event_t *e = tcf_window_append(w, tcf_event_now(), 0);
+    if (!e)
+        return;
+    uint64_t t = e->t;
+    memset(e, 0, sizeof *e);
+    e->t = t, e->kind = TCF_EV_MEMSET, e->rc = rc, e->dec = dec;
+    e->stream = (uint64_t)(uintptr_t)stream;
+    e->u.op.call = call, e->u.op.dst = dst, e->u.op.value = value;
+    e->u.op.elem = elem, e->u.op.count = count;
+    w->nops++;
 }
 
 void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t bytes,

@@ -34,13 +34,15 @@ typedef union {
     tcf_reduce_t red;
 } tcf_wop_t;
 
-enum { TCF_DEC_OP = 1, TCF_DEC_REDUCE = 2 };
+/* An event's dec: a decoded launch (OP, REDUCE: the window's ops hold it); a launch or
+ * memset exec issued ahead of the decoded work before it, shown to touch none of its bytes
+ * (AHEAD: exec/ahead.c); a held free kept from hand-over until the flush (KEEP). */
+enum { TCF_DEC_OP = 1, TCF_DEC_REDUCE = 2, TCF_DEC_AHEAD = 3, TCF_DEC_KEEP = 4 };
 
 typedef struct {
     uint8_t  kind, via;
     uint8_t  held;            /* exec: not issued yet */
-    uint8_t  dec;             /* exec: a decoded launch (TCF_DEC_*: what the window's ops
-                               * hold for it) */
+    uint8_t  dec;             /* exec's mark (TCF_DEC_*; 0: none) */
     int32_t  rc;
     uint64_t t;
     uint64_t stream;
@@ -148,6 +150,13 @@ tcf_event_t *tcf_window_add_launch(tcf_window_t *w, const tcf_launch_t *l, int h
  * them from the window, and their recording was most of fuse mode's cost per launch on
  * programs of kernels it cannot decode. */
 int tcf_window_pass_launch(tcf_window_t *w, const tcf_kernel_t *k);
+/* Work exec issued itself with w locked, recorded in w with dec as its mark: a launch
+ * (counted as tcf_capture_launch counts one) and a device memset. */
+void tcf_capture_launch_marked(tcf_window_t *w, const tcf_launch_t *l, CUresult rc,
+                               uint8_t dec);
+void tcf_capture_memset_marked(tcf_window_t *w, const char *call, CUdeviceptr dst,
+                               unsigned value, unsigned elem, size_t count, CUstream stream,
+                               CUresult rc, uint8_t dec);
 /* The byte count tcf_window_add_launch copies for l (0: unknown, or none). */
 uint32_t tcf_launch_param_bytes(const tcf_launch_t *l);
 /* The attributes kept with a launch event. */

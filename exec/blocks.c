@@ -69,6 +69,20 @@ void tcf_blocks_put(uint64_t ptr, uint64_t size)
     pthread_mutex_unlock(&tcf_blk_lock);
 }
 
+uint64_t tcf_blocks_size(uint64_t ptr)
+{
+    uint64_t size = 0;
+    pthread_mutex_lock(&tcf_blk_lock);
+    if (tcf_blk_cap && ptr) {
+        size_t mask = tcf_blk_cap - 1, i = tcf_blk_slot(ptr, tcf_blk_cap);
+        while (tcf_blk[i].ptr && tcf_blk[i].ptr != ptr)
+            i = (i + 1) & mask;
+        size = tcf_blk[i].size;   /* 0 at an empty slot */
+    }
+    pthread_mutex_unlock(&tcf_blk_lock);
+    return size;
+}
+
 uint64_t tcf_blocks_take(uint64_t ptr)
 {
     uint64_t size = 0;

@@ -48,6 +48,16 @@ static void tcf_flush_held(const tcf_window_t *except, const char *reason)
     }
 }
 
+int tcf_exec_holding(void)
+{
+    return tcf_holding;
+}
+
+void tcf_exec_flush_others(const tcf_window_t *w)
+{
+    tcf_flush_held(w, "other-stream");
+}
+
 void tcf_exec_order(CUstream stream)
 {
     (void)stream;
@@ -149,6 +159,11 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
         fs = tcf_fuse_decode_kernel(k, extra, params);
     }
     if (fs != TCF_FUSE_DECODABLE || extra || !params) {
+        const tcf_launch_t l = { .via = TCF_VIA_LAUNCH, .stream = stream, .k = k,
+                                 .grid = { gx, gy, gz }, .block = { bx, by, bz },
+                                 .smem = smem, .params = params, .extra = extra };
+        if (fs == TCF_FUSE_NEVER && tcf_exec_ahead_launch(k, &l, NULL, result))
+            return 1;   /* issued ahead of the decoded work, and recorded (ahead.c) */
         tcf_flush_held(NULL, "other-work");
         return tcf_exec_pass(stream, k, kout);
     }
@@ -241,6 +256,24 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
         return 0;
     uint64_t size = tcf_blocks_take(ptr);
     tcf_window_t *w = tcf_window_for(stream, 0);
+    if (w && __atomic_load_n(&w->ndec, __ATOMIC_RELAXED) && tcf_exec_ahead_keeping()) {
+        /* The block a learned kernel just read, kept from hand-over (ahead.c): held until
+         * the flush, held work or not. */
+        int kept = 0;
+        pthread_mutex_lock(&w->lock);
+        tcf_event_t *e;
+        if (w->ndec && tcf_exec_ahead_keeps(w, ptr, size) &&
+            (e = tcf_window_hold_free(w, ptr, size, stream))) {
+            e->dec = TCF_DEC_KEEP;
+            w->nfree -= size != 0;   /* never handed over */
+            atomic_fetch_add(&tcf_xctr.held_frees, 1);
+            atomic_fetch_add(&tcf_xctr.frees_kept_back, 1);
+            kept = 1;
+        }
+        pthread_mutex_unlock(&w->lock);
+        if (kept)
+            return TCF_FREE_HELD;
+    }
     if (w && !__atomic_load_n(&w->nheld, __ATOMIC_RELAXED)) {
         /* Nothing held here: the free goes out now (or is kept for reuse) and is recorded
          * in the window, whose chain goes on (frees sit inside groups). Other streams'
@@ -299,7 +332,8 @@ int tcf_exec_alloc(size_t size, CUstream stream, CUdeviceptr *ptr)
                         ? w->nev - TCF_HANDOVER_SCAN : w->exec_from;
         for (uint32_t i = w->nev; w->nfree && i-- > stop;) {
             tcf_event_t *e = &w->ev[i];
-            if (e->kind == TCF_EV_FREE && e->held && e->u.m.size == size) {
+            if (e->kind == TCF_EV_FREE && e->held && e->u.m.size == size &&
+                e->dec != TCF_DEC_KEEP) {
                 e->held = 0;   /* stays a free for the planner; the flush no longer issues it */
                 w->nheld--;
                 w->nfree--;

@@ -1,6 +1,7 @@
 /* exec's private pieces, shared by its files. Nothing outside exec/ includes it.
  *
  *   hold.c     the launch path: decode, hold or issue and keep, frees, ordering, stop
+ *   ahead.c    other work issued ahead of decoded work it does not touch; frees kept back
  *   blocks.c   sizes of the blocks allocated stream-ordered, for held frees handed over
  *   reuse.c    freed blocks kept for the next allocation of their size on their stream
  *   reserve.c  the stream-ordered pool grown once, at the first allocation
@@ -114,6 +115,7 @@ extern atomic_int tcf_beside;
  * its allocation, taken (removed, its size returned; 0 when unknown) at its free. */
 void tcf_blocks_put(uint64_t ptr, uint64_t size);
 uint64_t tcf_blocks_take(uint64_t ptr);
+uint64_t tcf_blocks_size(uint64_t ptr);   /* 0: unknown; the block stays */
 size_t tcf_blocks_count(void);
 
 /* --- reserve.c: the pool grown once, at the first allocation, to the last run's peak -- */
@@ -148,6 +150,19 @@ tcf_exec_scratch_t *tcf_exec_scratch(void);
 /* Event i of w as the planner's item: its decoded op or reduction (e->dec), a free, an
  * allocation, or opaque work. */
 void tcf_exec_item(const tcf_window_t *w, uint32_t i, tcf_item_t *it);
+
+/* --- hold.c and ahead.c ------------------------------------------------------------- */
+int tcf_exec_holding(void);                        /* fuse mode acts */
+void tcf_exec_flush_others(const tcf_window_t *w); /* held work of every other window */
+/* A launch fuse mode does not decode (k, as the application made it: l; cfg for
+ * cuLaunchKernelEx, else NULL): 1 when it was issued ahead of the decoded work of its
+ * window and recorded there (*rc its result), 0 when the caller must order it as before. */
+int tcf_exec_ahead_launch(tcf_kernel_t *k, const tcf_launch_t *l, const CUlaunchConfig *cfg,
+                          CUresult *rc);
+/* Whether the free of [ptr, ptr + size) (size 0: unknown) in w (locked) is kept from
+ * hand-over: the last decoded launch read it and is of a learned kernel. */
+int tcf_exec_ahead_keeps(const tcf_window_t *w, uint64_t ptr, uint64_t size);
+int tcf_exec_ahead_keeping(void);   /* any kernel learned: the free path asks */
 
 /* --- starts (starts.c) --------------------------------------------------------------- */
 /* A window is held from a launch of a kernel that starts a group whose generated kernel
@@ -291,6 +306,13 @@ typedef struct {
                                             * windows fused nothing (sites.c) */
     atomic_ullong site_probes, site_probes_table; /* sites held again to re-check: after
                                             * passes, after the kernel table changed */
+    atomic_ullong ahead_launches, ahead_ops; /* launches and memsets issued ahead of the
+                                            * decoded work before them (ahead.c) */
+    atomic_ullong ahead_refused;           /* ones that may touch it, issued after it */
+    atomic_ullong ahead_queries;           /* allocations the driver placed for the test */
+    atomic_ullong ahead_unread;            /* GEMMs whose parameters could not be read */
+    atomic_ullong ahead_learned;           /* kernels whose inputs are kept from hand-over */
+    atomic_ullong frees_kept_back;         /* frees so kept, held until the flush */
     atomic_ulong  refused[TCF_DECODE_NSTATUS]; /* launches not decoded, by reason */
 } tcf_xcounters_t;
 extern tcf_xcounters_t tcf_xctr;

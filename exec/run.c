@@ -69,7 +69,8 @@ void tcf_exec_item(const tcf_window_t *w, uint32_t i, tcf_item_t *it)
     if (e->kind == TCF_EV_LAUNCH && e->dec == TCF_DEC_REDUCE) {
         it->kind = TCF_ITEM_REDUCE;
         it->red = w->ops[i].red;
-    } else if (e->kind == TCF_EV_LAUNCH && e->dec) {  /* held, or issued and kept */
+    } else if (e->kind == TCF_EV_LAUNCH && e->dec == TCF_DEC_OP) {  /* held, or issued
+                                                                      * and kept */
         it->kind = TCF_ITEM_OP;
         it->op = w->ops[i].op;
     } else if (e->kind == TCF_EV_FREE) {
@@ -82,7 +83,7 @@ void tcf_exec_item(const tcf_window_t *w, uint32_t i, tcf_item_t *it)
         it->size = e->u.m.size;
     } else {
         memset(it, 0, sizeof *it);
-        it->kind = TCF_ITEM_OPAQUE;
+        it->kind = e->dec == TCF_DEC_AHEAD ? TCF_ITEM_AHEAD : TCF_ITEM_OPAQUE;
     }
 }
 

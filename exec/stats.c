@@ -141,6 +141,18 @@ void tcf_exec_stats_print(void)
             (unsigned long long)atomic_load(&tcf_xctr.flushes),
             (unsigned long long)atomic_load(&tcf_xctr.learned),
             (unsigned long long)atomic_load(&tcf_xctr.learn_skipped));
+    if (tcf_cfg.ahead)
+        tcf_out("  ahead         %llu launches and %llu memsets issued ahead of decoded work "
+                "they do not touch, %llu not (they may); %llu frees kept from hand-over "
+                "(%llu kernels learned); %llu allocations placed by the driver, %llu GEMMs' "
+                "parameters unread",
+                (unsigned long long)atomic_load(&tcf_xctr.ahead_launches),
+                (unsigned long long)atomic_load(&tcf_xctr.ahead_ops),
+                (unsigned long long)atomic_load(&tcf_xctr.ahead_refused),
+                (unsigned long long)atomic_load(&tcf_xctr.frees_kept_back),
+                (unsigned long long)atomic_load(&tcf_xctr.ahead_learned),
+                (unsigned long long)atomic_load(&tcf_xctr.ahead_queries),
+                (unsigned long long)atomic_load(&tcf_xctr.ahead_unread));
     tcf_out("  reuse         %llu allocations served from kept blocks; %llu frees kept, %llu "
             "not (TCFUSE_REUSE full); %llu given back to the driver; at most %.1f MiB kept%s",
             (unsigned long long)atomic_load(&tcf_xctr.reuse_served),

@@ -30,8 +30,8 @@ uint64_t tcf_vain_key(const tcf_window_t *w, uint32_t from, uint32_t n)
     XXH3_64bits_update(&st, head, sizeof head);
     for (uint32_t i = from; i < from + n; i++) {
         const tcf_event_t *e = &w->ev[i];
-        uint32_t rec[10] = { e->kind };
-        if (e->kind == TCF_EV_LAUNCH && e->dec) {
+        uint32_t rec[10] = { e->kind | (uint32_t)e->dec << 8 };
+        if (e->kind == TCF_EV_LAUNCH && (e->dec == TCF_DEC_OP || e->dec == TCF_DEC_REDUCE)) {
             rec[1] = e->u.l.k->id;
             rec[2] = e->u.l.grid[0], rec[3] = e->u.l.grid[1], rec[4] = e->u.l.grid[2];
             rec[5] = e->u.l.block[0], rec[6] = e->u.l.block[1], rec[7] = e->u.l.block[2];
@@ -42,8 +42,8 @@ uint64_t tcf_vain_key(const tcf_window_t *w, uint32_t from, uint32_t n)
             uint64_t m[2] = { e->u.m.ptr, e->kind == TCF_EV_ALLOC ? e->u.m.size : 0 };
             XXH3_64bits_update(&st, rec, sizeof rec[0]);
             XXH3_64bits_update(&st, m, sizeof m);
-        } else {  /* opaque to the planner: only its place counts */
-            rec[0] = 0xff;
+        } else {  /* opaque to the planner, or passed over: only its place counts */
+            rec[0] = e->dec == TCF_DEC_AHEAD ? 0xfe : 0xff;
             XXH3_64bits_update(&st, rec, sizeof rec[0]);
         }
     }

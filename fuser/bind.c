@@ -81,7 +81,7 @@ int tcf_fuser_bind(const tcf_fgroup_t *grp, const tcf_item_t *items, size_t n,
         } else if (it->kind == TCF_ITEM_OP) {
             if (tcf_fuser_build_step(&b, items, (uint16_t)i) != 0)
                 return -1;   /* an op stepped over that now touches the group's bytes */
-        } else if (it->kind != TCF_ITEM_ALLOC) {
+        } else if (it->kind != TCF_ITEM_ALLOC && it->kind != TCF_ITEM_AHEAD) {
             return -1;   /* other work inside the span: not the planned structure */
         }
     }

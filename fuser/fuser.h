@@ -108,6 +108,9 @@ typedef enum {
     TCF_ITEM_ALLOC,    /* ptr, size: a stream-ordered allocation */
     TCF_ITEM_FREE,     /* ptr: a stream-ordered free */
     TCF_ITEM_REDUCE,   /* a decoded row reduction (red is valid) */
+    TCF_ITEM_AHEAD,    /* other work that went to the GPU ahead of every decoded launch
+                        * before it, shown to touch none of their bytes (exec/ahead.c):
+                        * passed over, as an allocation is */
 } tcf_item_kind_t;
 
 typedef struct {
@@ -186,6 +189,12 @@ int tcf_fuser_single(const tcf_op_t *op, tcf_fgroup_t *g);
  * stride); a softmax's or a norm's output (element size, row stride), and their other
  * inputs (above). 0, or -1 when it cannot join any group (reduce-shape). */
 int tcf_fuser_reduce_op(const tcf_reduce_t *r, tcf_op_t *op);
+/* The bytes a decoded item (OP or REDUCE) may touch: up to TCF_FUSER_EXTENTS ranges
+ * [beg[i], end[i]), as the planner's overlap tests see them. The count, or -1 when the
+ * item cannot be reasoned about (the planner would treat it as opaque). */
+#define TCF_FUSER_EXTENTS 8
+int tcf_fuser_extents(const tcf_item_t *it, uint64_t beg[TCF_FUSER_EXTENTS],
+                      uint64_t end[TCF_FUSER_EXTENTS]);
 
 /* A row group's kernel argument (g.red > 0, codegen.h): the reduction's own (from its item
  * in items, the window the group was planned or bound on), then args' buffers, their

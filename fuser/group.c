@@ -117,6 +117,34 @@ int tcf_fuser_reduce_op(const tcf_reduce_t *r, tcf_op_t *op)
     return views_ok(op) ? 0 : -1;
 }
 
+int tcf_fuser_extents(const tcf_item_t *it, uint64_t beg[TCF_FUSER_EXTENTS],
+                      uint64_t end[TCF_FUSER_EXTENTS])
+{
+    tcf_op_t rop;
+    const tcf_op_t *op = &it->op;
+    if (it->kind == TCF_ITEM_REDUCE) {
+        if (tcf_fuser_reduce_op(&it->red, &rop) != 0)
+            return -1;
+        op = &rop;
+    } else if (it->kind != TCF_ITEM_OP || !tcf_fuser_op_ok(op)) {
+        return -1;
+    }
+    int n = 0;
+    for (unsigned o = 0; o <= op->nin; o++, n++)
+        if (!(end[n] = operand_extent(op, o, &beg[n])))
+            return -1;
+    if (it->kind == TCF_ITEM_REDUCE && tcf_red_norm(it->red.op))   /* one float a row each */
+        for (unsigned q = 0; q < 2; q++) {
+            uint64_t p = q ? it->red.rstd : it->red.mean, e = p + 4ull * it->red.cfg.num_outputs;
+            if (!p)
+                continue;
+            if (e < p)
+                return -1;
+            beg[n] = p, end[n++] = e;
+        }
+    return n;
+}
+
 /* A 2-byte cat moves OpaqueType<2>: half or bfloat16 alike. It takes the dtype of the
  * first later op that reads its output (the exact pointer), else of the last earlier op
  * that wrote one of its inputs, else half: the type only has to agree with its
@@ -391,7 +419,7 @@ static void drop_freed(const tcf_fuser_build_t *b, const tcf_item_t *items, size
                     if (pending[r] && overlaps(p, e, &b->raw[r]))
                         pending[r] = 0, left--;   /* read: the store stays */
             }
-        } else if (it->kind != TCF_ITEM_ALLOC) {
+        } else if (it->kind != TCF_ITEM_ALLOC && it->kind != TCF_ITEM_AHEAD) {
             return;
         }
     }

@@ -160,6 +160,8 @@ int tcf_fuser_plan(const tcf_item_t *items, size_t n, tcf_plan_t *plan)
             break;
         case TCF_ITEM_ALLOC:
             break;   /* a new block cannot overlap anything live; reuse shows as a free */
+        case TCF_ITEM_AHEAD:
+            break;   /* it ran before every op here and touches none of their bytes */
         default:
             if (close_group(&w, TCF_FUSER_ALONE, &i))
                 i--;

@@ -94,6 +94,10 @@ static inline int tcf_replaying(void)
             if (r_ == 1)                                                                 \
                 return held_rc;                                                          \
             quiet = r_ == 2;                                                             \
+        } else if (tcf_fusing() && !(ptds)) {                                            \
+            CUresult ahead_rc;                                                           \
+            if (tcf_exec_ahead_launch_ex(f, config, params, extra, &ahead_rc))           \
+                return ahead_rc;   /* issued ahead of held work, and recorded */         \
         }                                                                                \
         TCF_HOLD_OTHER(config ? config->hStream : NULL)                                  \
         CUresult rc = real TCF_LAUNCHEX_ARGS;                                            \

@@ -137,10 +137,19 @@ CUresult tcf_hook_cuMemFree_v2(CUdeviceptr dptr)
     CUresult tcf_hook_##abi(CUdeviceptr dst, type v, size_t n, CUstream stream)          \
     {                                                                                    \
         TCF_REAL_OR_FAIL(abi);                                                           \
-        if (tcf_fusing())                                                                \
-            tcf_exec_order(stream);                                                  \
-        else if (tcf_replaying() && tcf_replay_memset(name, dst, v, elem, n, stream, ptds)) \
+        if (tcf_fusing()) {                                                              \
+            struct tcf_window *aw = (ptds) ? NULL                                        \
+                : tcf_exec_ahead_range(stream, dst, (uint64_t)n * (elem));               \
+            if (aw) {   /* ahead of held work it does not touch: exec records it */      \
+                CUresult arc = real(dst, v, n, stream);                                  \
+                tcf_exec_ahead_memset(aw, name, dst, v, elem, n, stream, arc);           \
+                return arc;                                                              \
+            }                                                                            \
+            tcf_exec_order(stream);                                                      \
+        } else if (tcf_replaying() &&                                                    \
+                   tcf_replay_memset(name, dst, v, elem, n, stream, ptds)) {             \
             return CUDA_SUCCESS;                                                         \
+        }                                                                                \
         CUresult rc = real(dst, v, n, stream);                                           \
         if (tcf_on())                                                                    \
             tcf_capture_memset(name, dst, v, elem, n, stream, ptds, rc);                 \
