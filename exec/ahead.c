@@ -114,9 +114,10 @@ static int tcf_spans_of(const tcf_window_t *w, tcf_spans_t *sp)
     return 0;
 }
 
-/* The allocation span s lies in: the block tcfuse saw allocated at its start, else the
- * driver's range around it. -1 when neither knows it. */
-static int tcf_span_alloc(tcf_span_t *s)
+/* The allocation span s lies in: the block tcfuse saw allocated at its start, or one
+ * freed in w since (a held free keeps its block's size), else the driver's range around
+ * it. -1 when none knows it. */
+static int tcf_span_alloc(const tcf_window_t *w, tcf_span_t *s)
 {
     if (s->aend)
         return 0;
@@ -124,6 +125,14 @@ static int tcf_span_alloc(tcf_span_t *s)
     if (size && s->end - s->beg <= size) {
         s->abeg = s->beg, s->aend = s->beg + size;
         return 0;
+    }
+    for (uint32_t j = s->ev + 1; j < w->nev; j++) {
+        const tcf_event_t *f = &w->ev[j];
+        if (f->kind == TCF_EV_FREE && f->u.m.size && f->u.m.ptr <= s->beg &&
+            s->end <= f->u.m.ptr + f->u.m.size) {
+            s->abeg = f->u.m.ptr, s->aend = f->u.m.ptr + f->u.m.size;
+            return 0;
+        }
     }
     CUdeviceptr start = 0;
     size_t len = 0;
@@ -139,17 +148,16 @@ static int tcf_span_alloc(tcf_span_t *s)
     return 0;
 }
 
-/* A refusal through the block of span s: when that block was freed in the window after
- * s's launch (and so could be handed over), the launch's kernel is learned. */
-static void tcf_ahead_learn(const tcf_window_t *w, const tcf_span_t *s)
+/* Whether span s's allocation was freed in w after s's launch: then a word of the work
+ * that would go ahead points into a block handed over again, not into s's own data. */
+static int tcf_span_handed(const tcf_window_t *w, const tcf_span_t *s)
 {
     for (uint32_t j = s->ev + 1; j < w->nev; j++) {
         const tcf_event_t *f = &w->ev[j];
-        if (f->kind == TCF_EV_FREE && f->u.m.ptr >= s->abeg && f->u.m.ptr < s->aend) {
-            tcf_keep_add(tcf_fuse_start_sig(w->ev[s->ev].u.l.k));
-            return;
-        }
+        if (f->kind == TCF_EV_FREE && f->u.m.ptr >= s->abeg && f->u.m.ptr < s->aend)
+            return 1;
     }
+    return 0;
 }
 
 static int tcf_ahead_kernel_ok(const tcf_kernel_t *k)
@@ -254,23 +262,35 @@ int tcf_exec_ahead_launch(tcf_kernel_t *k, const tcf_launch_t *l, const CUlaunch
         for (unsigned j = 0; j < i && !s->aend; j++)   /* operands often share one */
             if (sp->s[j].abeg <= s->beg && s->end <= sp->s[j].aend)
                 s->abeg = sp->s[j].abeg, s->aend = sp->s[j].aend;
-        ok = tcf_span_alloc(s) == 0;
+        ok = tcf_span_alloc(w, s) == 0;
         lo = s->abeg < lo ? s->abeg : lo, hi = s->aend > hi ? s->aend : hi;
     }
-    for (int p = 0; ok && p < npiece; p++) {
+    /* Each span the words meet: through a block handed over again (learnable), or not
+     * (the work reads or writes the decoded work's data: it must follow). */
+    int handed = 0, other = !ok;
+    uint64_t met[4] = { 0 };   /* up to 256 spans met, by index */
+    for (int p = 0; ok && !other && p < npiece; p++) {
         const uint8_t *b = piece[p];
-        for (uint32_t o = 0; ok && b && o + 8 <= len[p]; o += 4) {
+        for (uint32_t o = 0; !other && b && o + 8 <= len[p]; o += 4) {
             uint64_t v;
             memcpy(&v, b + o, 8);
             if (v < lo || v >= hi)
                 continue;
-            for (unsigned i = 0; ok && i < sp->n; i++)
-                if (v >= sp->s[i].abeg && v < sp->s[i].aend) {
-                    tcf_ahead_learn(w, &sp->s[i]);
-                    ok = 0;
+            for (unsigned i = 0; !other && i < sp->n; i++)
+                if (v >= sp->s[i].abeg && v < sp->s[i].aend && !(met[i / 64] >> (i % 64) & 1)) {
+                    met[i / 64] |= 1ull << (i % 64);
+                    if (tcf_span_handed(w, &sp->s[i]))
+                        handed = 1;
+                    else
+                        other = 1;
                 }
         }
     }
+    if (ok && !other && handed)   /* only hand-over stood in the way: keep it back next time */
+        for (unsigned i = 0; i < sp->n; i++)
+            if (met[i / 64] >> (i % 64) & 1)
+                tcf_keep_add(tcf_fuse_start_sig(w->ev[sp->s[i].ev].u.l.k));
+    ok = ok && !other && !handed;
     if (!ok) {
         atomic_fetch_add_explicit(&tcf_xctr.ahead_refused, 1, memory_order_relaxed);
         pthread_mutex_unlock(&w->lock);

@@ -175,3 +175,34 @@ driver_frees() { grep -c '^cuMemFreeAsync .* stream=0x0 rc=0$' "$1" || true; }
     same_text stdout "$T/plain.out" "$T/set.out"
     expect_line "$T/set.err" '^tcfuse: +reuse .* 0 not \(TCFUSE_REUSE full\)'
 }
+
+# exec/ahead.c: fusechain's `ahead` scenario is HF Llama's MLP in small. A GEMM by cuBLAS's
+# nvjet name (through cuLaunchKernelEx, after a 4-byte memset of its semaphore) sits between
+# mul and add, and writes the block mul's input had: the pool hands it over the moment that
+# input is freed. The first time, the GEMM touches mul's bytes and waits for it (mul's kernel
+# is learned); from then on mul's input is kept from hand-over, the memset and the GEMM go
+# ahead of the held mul, and mul and add run as one kernel.
+@test "frees: a GEMM and a memset go ahead of held work they do not touch; a learned kernel's input is kept from hand-over" {
+    need_nvrtc
+    export TCFUSE_REUSE=16M
+    base plain "$PROGS/fusechain" 6 ahead
+    [ "$status" = 0 ]
+    run -0 python3 "$BATS_TEST_DIRNAME/stub_liveness.py" "$T/plain.log"
+    TCFUSE_MODE=fuse TCFUSE_COMPILE_WAIT=1 TCFUSE_STATS=1 tcf fuse "$PROGS/fusechain" 6 ahead
+    [ "$status" = 0 ]
+    same_text stdout "$T/plain.out" "$T/fuse.out"
+    cat "$T/fuse.err"   # shown when a check below fails
+    # the up GEMM waits at the first iteration (mul's kernel learned) and goes ahead at the
+    # other five, mul's input kept back; every memset goes ahead
+    expect_line "$T/fuse.err" '^tcfuse: +ahead +5 launches and 6 memsets .*, 1 not \(they may\); 5 frees kept from hand-over \(1 kernels learned\)'
+    expect_line "$T/fuse.err" '^ahead: up.s output took gate.s block 1 times'
+    # mul and add fused across the GEMM at iterations 3-6 (2 planned them as issued)
+    expect_line "$T/fuse.err" '^tcfuse: +fused +4 groups; 4 launches removed, 4 stores dropped'
+    run -0 python3 "$BATS_TEST_DIRNAME/stub_liveness.py" "$T/fuse.log"
+    # with TCFUSE_AHEAD=0 the GEMM ends the window: nothing goes ahead, nothing is kept back
+    TCFUSE_MODE=fuse TCFUSE_AHEAD=0 TCFUSE_COMPILE_WAIT=1 TCFUSE_STATS=1 tcf off "$PROGS/fusechain" 6 ahead
+    [ "$status" = 0 ]
+    same_text stdout "$T/plain.out" "$T/off.out"
+    ! grep -q '^tcfuse: +ahead' "$T/off.err"
+    expect_line "$T/off.err" '^ahead: up.s output took gate.s block 6 times'
+}

@@ -137,6 +137,37 @@ TEST(overlap_and_alias)
     CHECK_EQ_U64(plan.groups[0].bytes_avoided, (3 + 2 + 3 - 1 - 2) * 4 * N);
 }
 
+/* Work issued ahead (exec/ahead.c) is passed over: HF Llama's MLP, silu(g) * u with the up
+ * projection's GEMM (and cuBLAS's memset) between them, plans as one group that never
+ * stores silu's result; the same window with the GEMM as opaque work plans nothing. */
+TEST(ahead_is_passed_over)
+{
+    uint64_t x = MB(0), g = MB(1), s = MB(2), u = MB(3), m = MB(4);
+    tcf_item_t ahead = { .kind = TCF_ITEM_AHEAD };
+    tcf_item_t w[] = { alloc_(s), UN(SILU, s, g), free_(g), alloc_(u), ahead, ahead,
+                       alloc_(m), BIN(MUL, m, s, u), free_(s), free_(u), opaque(), free_(m) };
+    CHECK_EQ_INT(PLAN(w), 0);
+    CHECK_EQ_INT(plan.ngroups, 1);
+    const tcf_fgroup_t *G = &plan.groups[0];
+    CHECK(G->first == 1 && G->last == 7 && G->nitems == 2);
+    CHECK(gop(0, 0)->out_buf == TCF_NO_STORE && G->stores_dropped == 1);
+    CHECK(G->g.nbufs == 3 && G->args.buf[0] == g && G->args.buf[1] == u && G->args.buf[2] == m);
+    (void)x;
+    w[4] = w[5] = opaque();
+    CHECK_EQ_INT(PLAN(w), 0);
+    CHECK_EQ_INT(plan.ngroups, 0);
+    /* the extents the ahead test compares: out, then each input, one element size past
+     * the last element */
+    tcf_item_t b = BIN(MUL, m, s, u);
+    uint64_t beg[TCF_FUSER_EXTENTS], end[TCF_FUSER_EXTENTS];
+    CHECK_EQ_INT(tcf_fuser_extents(&b, beg, end), 3);
+    CHECK(beg[0] == m && end[0] == m + 4 * N && beg[1] == s && end[1] == s + 4 * N &&
+          beg[2] == u && end[2] == u + 4 * N);
+    tcf_item_t o = opaque(), a = alloc_(x);
+    CHECK_EQ_INT(tcf_fuser_extents(&o, beg, end), -1);
+    CHECK_EQ_INT(tcf_fuser_extents(&a, beg, end), -1);
+}
+
 TEST(frees_drop_stores)
 {
     uint64_t x = MB(0), t1 = MB(1), t2 = MB(2), t3 = MB(3);
@@ -937,6 +968,7 @@ int main(void)
     RUN(splits_size_opaque_limits);
     RUN(steps_over_other_spaces);
     RUN(overlap_and_alias);
+    RUN(ahead_is_passed_over);
     RUN(frees_drop_stores);
     RUN(dtypes_where_cast_addcmul_sargs);
     RUN(bind_other_window);

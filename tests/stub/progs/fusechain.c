@@ -43,6 +43,12 @@
  *            also holds y's free, and w's allocation is handed y's block (exec/hold.c,
  *            tcf_exec_alloc): the driver sees one allocation fewer per iteration; then
  *            ends as `return` does
+ *   ahead    HF Llama's MLP in small (a GEMM by cuBLAS's nvjet name through
+ *            cuLaunchKernelEx, after a 4-byte memset, between mul and add; mul's input freed
+ *            right after it and its block free for the GEMM's output): under fuse mode the
+ *            memset and the GEMM go ahead of the held mul, mul's input is kept from
+ *            hand-over once learned, and mul and add fuse (exec/ahead.c); prints how often
+ *            the GEMM's output took mul's input's block to stderr
  *   alarm    the chain is launched again and again, a synchronize every third launch,
  *            until SIGALRM (a timer of US microseconds, default 2000) lands wherever it
  *            lands, often inside tcfuse's own code with its locks held, and its handler
@@ -141,6 +147,61 @@ int main(int argc, char **argv)
     printf("add-data=%s\n", hex);
 
     static float host[N];
+    if (!strcmp(how, "ahead")) {
+        /* HF Llama's MLP in small: g = gemm(x); s = g * 0.5; free g; u = gemm(x) after
+         * cuBLAS's memset of its semaphore; z = s + u; free s, u; w = tanh(z). The GEMM
+         * is a stand-in by cuBLAS's name, its operands in one structure, as nvjet's. */
+        CUkernel kgemm = NULL;
+        said("cuLibraryGetKernel gemm", d.libraryGetKernel(&kgemm, w.lib,
+             "nvjet_sm90_tst_64x64_64x4_1x1_h_bz_TNN@0:32"));
+        CUdeviceptr sem = 0;
+        said("cuMemAlloc sem", d.memAlloc(&sem, 256));
+        unsigned long long sum = 0;
+        int handed = 0;
+        for (int it = 0; it < iters; it++) {
+            for (int i = 0; i < N; i++)
+                host[i] = (float)(i % 97) * 0.25f - 3.0f + (float)it;
+            said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(x, host, sizeof host, NULL));
+            CUdeviceptr g = 0, sa = 0, u = 0, za = 0, wa = 0;
+            said("cuMemAllocAsync g", d.memAllocAsync(&g, N * 4, NULL));
+            struct { CUdeviceptr a, b, c; uint64_t mnk; } gp = { x, x, g, 0x4000400040ull };
+            void *gpp[] = { &gp };
+            CUlaunchConfig cfg = { .gridDimX = 4, .gridDimY = 1, .gridDimZ = 1,
+                                   .blockDimX = 384, .blockDimY = 1, .blockDimZ = 1 };
+            said("cuMemsetD8Async sem", d.memsetD8Async(sem, 0, 4, NULL));
+            said("gemm gate", d.launchKernelEx(&cfg, (CUfunction)kgemm, gpp, NULL));
+            said("cuMemAllocAsync s", d.memAllocAsync(&sa, N * 4, NULL));
+            CUdeviceptr md[2] = { sa, g };
+            void *mp[] = { &n, (void *)mul_f, md };
+            said("mul", go(kmul, mp));
+            said("cuMemFreeAsync g", d.memFreeAsync(g, NULL));
+            said("cuMemAllocAsync u", d.memAllocAsync(&u, N * 4, NULL));
+            handed += u == g;
+            gp.c = u;
+            said("cuMemsetD8Async sem", d.memsetD8Async(sem, 0, 4, NULL));
+            said("gemm up", d.launchKernelEx(&cfg, (CUfunction)kgemm, gpp, NULL));
+            said("cuMemAllocAsync z", d.memAllocAsync(&za, N * 4, NULL));
+            CUdeviceptr ad[3] = { za, sa, u };
+            void *ap[] = { &n, (void *)&alpha, ad };
+            said("add", go(kadd, ap));
+            said("cuMemFreeAsync s", d.memFreeAsync(sa, NULL));
+            said("cuMemFreeAsync u", d.memFreeAsync(u, NULL));
+            said("cuMemAllocAsync w", d.memAllocAsync(&wa, N * 4, NULL));
+            CUdeviceptr td[2] = { wa, za };
+            void *tp[] = { &n, (void *)&tanh_f, td };
+            said("tanh", go(ktanh, tp));
+            said("cuMemFreeAsync z", d.memFreeAsync(za, NULL));
+            said("cuMemcpyDtoHAsync w", d.memcpyDtoHAsync(host, wa, sizeof host, NULL));
+            said("cuStreamSynchronize", d.streamSynchronize(NULL));
+            for (size_t i = 0; i < sizeof host; i++)
+                sum += ((unsigned char *)host)[i];
+            said("cuMemFreeAsync w", d.memFreeAsync(wa, NULL));
+        }
+        printf("ahead bytes sum=%llu\n", sum);
+        fprintf(stderr, "ahead: up's output took gate's block %d times\n", handed);
+        printf("done\n");
+        return 0;
+    }
     if (!strcmp(how, "async")) {
         unsigned long long sum = 0;
         for (int it = 0; it < iters; it++) {
