@@ -47,6 +47,10 @@
  *   launch in between keeps it). With invisible frees every such store is kept.
  * - The fused kernel runs where the group's last op was; frees inside the group's span run
  *   after it, in their order; everything else runs as it was issued.
+ * - Work issued ahead (TCF_ITEM_AHEAD: exec/ahead.c) ran before every op of the window
+ *   and touches none of the bytes of those before it: the planner passes over it as over
+ *   an allocation (a group may span it, a store past it may be dropped). Ops only ever
+ *   move later, to their group's last op, so none moves before it.
  * - Buffers are numbered by first appearance (an op's inputs before its output), counting
  *   only those the kernel loads or stores. A contiguous group's vec = 16 / the widest
  *   element, or 1 when any of their addresses is not 16-byte aligned. A strided group
