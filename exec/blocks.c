@@ -69,16 +69,21 @@ void tcf_blocks_put(uint64_t ptr, uint64_t size)
     pthread_mutex_unlock(&tcf_blk_lock);
 }
 
+/* ptr's slot, or the empty slot that ends its probe (lock held, table made, ptr nonzero). */
+static size_t tcf_blk_find(uint64_t ptr)
+{
+    size_t mask = tcf_blk_cap - 1, i = tcf_blk_slot(ptr, tcf_blk_cap);
+    while (tcf_blk[i].ptr && tcf_blk[i].ptr != ptr)
+        i = (i + 1) & mask;
+    return i;
+}
+
 uint64_t tcf_blocks_size(uint64_t ptr)
 {
     uint64_t size = 0;
     pthread_mutex_lock(&tcf_blk_lock);
-    if (tcf_blk_cap && ptr) {
-        size_t mask = tcf_blk_cap - 1, i = tcf_blk_slot(ptr, tcf_blk_cap);
-        while (tcf_blk[i].ptr && tcf_blk[i].ptr != ptr)
-            i = (i + 1) & mask;
-        size = tcf_blk[i].size;   /* 0 at an empty slot */
-    }
+    if (tcf_blk_cap && ptr)
+        size = tcf_blk[tcf_blk_find(ptr)].size;   /* 0 at an empty slot */
     pthread_mutex_unlock(&tcf_blk_lock);
     return size;
 }
@@ -88,9 +93,7 @@ uint64_t tcf_blocks_take(uint64_t ptr)
     uint64_t size = 0;
     pthread_mutex_lock(&tcf_blk_lock);
     if (tcf_blk_cap && ptr) {
-        size_t mask = tcf_blk_cap - 1, i = tcf_blk_slot(ptr, tcf_blk_cap);
-        while (tcf_blk[i].ptr && tcf_blk[i].ptr != ptr)
-            i = (i + 1) & mask;
+        size_t mask = tcf_blk_cap - 1, i = tcf_blk_find(ptr);
         if (tcf_blk[i].ptr) {
             size = tcf_blk[i].size;
             /* Backward shift: later entries of the run move up into the hole unless their

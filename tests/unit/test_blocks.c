@@ -10,7 +10,12 @@ TEST(put_take_once)
 {
     tcf_blocks_put(0x7f0000001000, 4096);
     tcf_blocks_put(0x7f0000002000, 512);
+    CHECK_EQ_U64(tcf_blocks_size(0x7f0000001000), 4096);   /* looked at, stays */
+    CHECK_EQ_U64(tcf_blocks_size(0x7f0000001000), 4096);
+    CHECK_EQ_U64(tcf_blocks_size(0x7f0000001200), 0);      /* inside a block: not its start */
+    CHECK_EQ_U64(tcf_blocks_size(0), 0);
     CHECK_EQ_U64(tcf_blocks_take(0x7f0000001000), 4096);
+    CHECK_EQ_U64(tcf_blocks_size(0x7f0000001000), 0);      /* taken */
     CHECK_EQ_U64(tcf_blocks_take(0x7f0000001000), 0);     /* taken once */
     CHECK_EQ_U64(tcf_blocks_take(0x7f0000003000), 0);     /* never put */
     CHECK_EQ_U64(tcf_blocks_take(0), 0);
@@ -40,6 +45,10 @@ TEST(random_against_reference)
             live += !ref[a];
             ref[a] = size;
         } else {
+            if (tcf_blocks_size(ptr) != ref[a]) {
+                CHECK_EQ_U64(tcf_blocks_size(ptr), ref[a]);
+                break;
+            }
             uint64_t got = tcf_blocks_take(ptr);
             if (got != ref[a]) {
                 CHECK_EQ_U64(got, ref[a]);
