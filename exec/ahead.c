@@ -18,7 +18,8 @@
  * (tests/fixtures/trace-hf-llama-fuse.jsonl: the up projection's weight, input and output
  * in its one 1720-byte parameter); kernels that read pointers from device memory (grouped
  * and pointer-array batched GEMMs) would hide what they touch, and names with "group",
- * "ptr" or "array" in them stay boundaries.
+ * "ptr" or "array" in them stay boundaries (the kernel's direct_gemm, decided once from its
+ * name: recognize/family.c).
  *
  * The test: for every decoded launch since the window's last flush, held or issued (the
  * planner models the work ahead as running before all of them: fuser.h), the bytes each
@@ -160,13 +161,6 @@ static int tcf_span_handed(const tcf_window_t *w, const tcf_span_t *s)
     return 0;
 }
 
-static int tcf_ahead_kernel_ok(const tcf_kernel_t *k)
-{
-    const char *n = k->name;
-    return n && !strncmp(n, "nvjet_", 6) && !strcasestr(n, "group") && !strcasestr(n, "ptr") &&
-           !strcasestr(n, "array");
-}
-
 /* The window of stream, locked, when work may go ahead of its decoded launches; NULL
  * (nothing locked) when it must follow them. Other streams' held work is issued first,
  * as for any other work. */
@@ -241,14 +235,15 @@ static int tcf_ahead_pieces(const tcf_kernel_t *k, const tcf_launch_t *l,
 int tcf_exec_ahead_launch(tcf_kernel_t *k, const tcf_launch_t *l, const CUlaunchConfig *cfg,
                           CUresult *rc)
 {
+    /* cheapest first: every launch fuse mode does not decode passes here */
+    if (!k->direct_gemm || !tcf_cfg.ahead ||
+        (cfg ? !tcf_drv.launch_kernel_ex : !tcf_drv.launch_kernel))
+        return 0;
     const uint8_t *piece[64];
     uint32_t len[64];
-    int npiece;
-    if (!tcf_cfg.ahead || !tcf_ahead_kernel_ok(k) ||
-        (cfg ? !tcf_drv.launch_kernel_ex : !tcf_drv.launch_kernel) ||
-        (npiece = tcf_ahead_pieces(k, l, piece, len, 64)) < 0) {
-        if (tcf_cfg.ahead && tcf_ahead_kernel_ok(k))
-            atomic_fetch_add_explicit(&tcf_xctr.ahead_unread, 1, memory_order_relaxed);
+    int npiece = tcf_ahead_pieces(k, l, piece, len, 64);
+    if (npiece < 0) {
+        atomic_fetch_add_explicit(&tcf_xctr.ahead_unread, 1, memory_order_relaxed);
         return 0;
     }
     tcf_window_t *w = tcf_ahead_window(l->stream);

@@ -159,11 +159,13 @@ int tcf_exec_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigne
         fs = tcf_fuse_decode_kernel(k, extra, params);
     }
     if (fs != TCF_FUSE_DECODABLE || extra || !params) {
-        const tcf_launch_t l = { .via = TCF_VIA_LAUNCH, .stream = stream, .k = k,
-                                 .grid = { gx, gy, gz }, .block = { bx, by, bz },
-                                 .smem = smem, .params = params, .extra = extra };
-        if (fs == TCF_FUSE_NEVER && tcf_exec_ahead_launch(k, &l, NULL, result))
-            return 1;   /* issued ahead of the decoded work, and recorded (ahead.c) */
+        if (k->direct_gemm) {
+            const tcf_launch_t l = { .via = TCF_VIA_LAUNCH, .stream = stream, .k = k,
+                                     .grid = { gx, gy, gz }, .block = { bx, by, bz },
+                                     .smem = smem, .params = params, .extra = extra };
+            if (tcf_exec_ahead_launch(k, &l, NULL, result))
+                return 1;   /* issued ahead of the decoded work, and recorded (ahead.c) */
+        }
         tcf_flush_held(NULL, "other-work");
         return tcf_exec_pass(stream, k, kout);
     }

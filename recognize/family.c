@@ -42,6 +42,12 @@ tcf_family_t tcf_kernel_family(const char *name)
     return TCF_FAM_OTHER;
 }
 
+int tcf_kernel_direct_gemm(const char *name)
+{
+    return name && !strncmp(name, "nvjet_", 6) && !strcasestr(name, "group") &&
+           !strcasestr(name, "ptr") && !strcasestr(name, "array");
+}
+
 int tcf_kernel_collective(const char *name)
 {
     return name && (strstr(name, "ncclDevKernel") || strstr(name, "ncclKernel"));

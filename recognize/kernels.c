@@ -161,6 +161,7 @@ tcf_kernel_t *tcf_kernel_get(CUfunction f)
             tcf_kernel_describe(k, f);
             k->family = (uint8_t)tcf_kernel_family(k->name);
             k->collective = (uint8_t)tcf_kernel_collective(k->name);
+            k->direct_gemm = (uint8_t)tcf_kernel_direct_gemm(k->name);
             k->id = atomic_load(&tcf_kcount) + 1;   /* under the lock: ids are dense */
             atomic_store_explicit(&tcf_klist[k->id - 1], k, memory_order_release);
             atomic_fetch_add(&tcf_kcount, 1);

@@ -50,6 +50,8 @@ typedef struct tcf_kernel {
     /* For the summary at exit, by family (relaxed counters). */
     uint8_t       family;     /* tcf_family_t of its name */
     uint8_t       collective; /* an NCCL kernel (tcf_kernel_collective): never in a graph */
+    uint8_t       direct_gemm;/* a GEMM given its operands only as parameters
+                               * (tcf_kernel_direct_gemm): may go ahead (exec/ahead.c) */
     uint8_t       refusal;    /* exec: why its launches are not decoded (tcf_decode_status_t) */
     atomic_ullong launches;   /* launches recorded by capture (all but those below) */
     atomic_ullong decoded;    /* exec: launches decoded into ops (held or issued and kept),
@@ -105,6 +107,11 @@ typedef enum {
  * that launch (and proxy threads progress it), so replaying the launch from a graph, or
  * holding it, would run stale work or wait for ever. */
 int tcf_kernel_collective(const char *name);
+/* Whether a kernel is one of cuBLAS's own GEMMs (nvjet_*) that reach memory only through
+ * the pointers in their parameters (TMA descriptors carry addresses as they are): names
+ * with "group", "ptr" or "array" (grouped and pointer-array GEMMs read pointers from
+ * device memory) are not. */
+int tcf_kernel_direct_gemm(const char *name);
 /* The family of a kernel by its mangled name (NULL or "": other). */
 tcf_family_t tcf_kernel_family(const char *name);
 /* Its printed name; "?" out of range. */

@@ -83,10 +83,23 @@ TEST(collectives)
     CHECK(!tcf_kernel_collective(NULL));
 }
 
+TEST(direct_gemms)
+{
+    CHECK(tcf_kernel_direct_gemm("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"));
+    CHECK(!tcf_kernel_direct_gemm("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_grouped_TNN"));
+    CHECK(!tcf_kernel_direct_gemm("nvjet_sm100_ptrArray_bz_TNT"));
+    CHECK(!tcf_kernel_direct_gemm("nvjet_sm90_tst_ARRAY_TNN"));
+    CHECK(!tcf_kernel_direct_gemm("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"));
+    CHECK(!tcf_kernel_direct_gemm("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_"));
+    CHECK(!tcf_kernel_direct_gemm(""));
+    CHECK(!tcf_kernel_direct_gemm(NULL));
+}
+
 int main(void)
 {
     RUN(real_names);
     RUN(names_are_distinct);
     RUN(collectives);
+    RUN(direct_gemms);
     return check_main_end();
 }
