@@ -48,36 +48,11 @@
 /* --- kernels whose inputs are kept from hand-over ------------------------------------ */
 #define TCF_KEEP_SLOTS 256
 static atomic_ullong tcf_keep[TCF_KEEP_SLOTS];
-static atomic_uint tcf_keep_n;   /* nonzero: the free path looks */
-
-static int tcf_keep_has(uint64_t sig)
-{
-    unsigned i = tcf_start_slot(sig) & (TCF_KEEP_SLOTS - 1);
-    for (int p = 0; p < 8; p++, i = (i + 1) & (TCF_KEEP_SLOTS - 1)) {
-        unsigned long long v = atomic_load_explicit(&tcf_keep[i], memory_order_relaxed);
-        if (v == sig)
-            return 1;
-        if (!v)
-            return 0;
-    }
-    return 0;
-}
 
 static void tcf_keep_add(uint64_t sig)
 {
-    unsigned i = tcf_start_slot(sig) & (TCF_KEEP_SLOTS - 1);
-    for (int p = 0; p < 8; p++, i = (i + 1) & (TCF_KEEP_SLOTS - 1)) {
-        unsigned long long v = atomic_load_explicit(&tcf_keep[i], memory_order_relaxed);
-        if (v == sig)
-            return;
-        if (!v && atomic_compare_exchange_strong(&tcf_keep[i], &v, sig)) {
-            atomic_fetch_add(&tcf_keep_n, 1);
-            atomic_fetch_add_explicit(&tcf_xctr.ahead_learned, 1, memory_order_relaxed);
-            return;
-        }
-        if (v == sig)
-            return;
-    }
+    if (tcf_sigset_add(tcf_keep, TCF_KEEP_SLOTS, sig))   /* nonzero: the free path looks */
+        atomic_fetch_add_explicit(&tcf_xctr.ahead_learned, 1, memory_order_relaxed);
 }
 
 /* --- what the decoded work touches --------------------------------------------------- */
@@ -306,7 +281,7 @@ int tcf_exec_ahead_launch(tcf_kernel_t *k, const tcf_launch_t *l, const CUlaunch
 
 int tcf_exec_ahead_keeping(void)
 {
-    return atomic_load_explicit(&tcf_keep_n, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&tcf_xctr.ahead_learned, memory_order_relaxed) != 0;
 }
 
 int tcf_exec_ahead_keeps(const tcf_window_t *w, uint64_t ptr, uint64_t size)
@@ -322,7 +297,7 @@ int tcf_exec_ahead_keeps(const tcf_window_t *w, uint64_t ptr, uint64_t size)
             continue;
         if (e->dec != TCF_DEC_OP && e->dec != TCF_DEC_REDUCE)
             return 0;
-        if (!tcf_keep_has(tcf_fuse_start_sig(e->u.l.k)))
+        if (!tcf_sigset_has(tcf_keep, TCF_KEEP_SLOTS, tcf_fuse_start_sig(e->u.l.k)))
             return 0;
         tcf_item_t it;
         tcf_exec_item(w, i, &it);

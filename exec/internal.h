@@ -175,28 +175,39 @@ static inline uint64_t tcf_fuse_start_sig(const tcf_kernel_t *k)
 }
 void tcf_fuse_start_add(uint64_t sig);
 
-/* The set (starts.c): nonzero words, open addressing, never removed. Its lookup is inline:
- * it runs on every decoded launch. */
-#define TCF_STARTS 4096
-#define TCF_STARTS_PROBE 16
-extern atomic_ullong tcf_starts[TCF_STARTS];
+/* Sets of kernel signatures (starts.c): nonzero words in `cap` slots (a power of two),
+ * open addressing over TCF_SIGSET_PROBE slots, never removed, read without a lock. Full
+ * (or past the probe): an add is dropped. The starts and ahead.c's learned kernels. */
+#define TCF_SIGSET_PROBE 16
 
-static inline unsigned tcf_start_slot(uint64_t sig)
+static inline unsigned tcf_sigset_slot(uint64_t sig, unsigned cap)
 {
-    return (unsigned)((sig * 0x9E3779B97F4A7C15ull) >> 52) & (TCF_STARTS - 1);
+    return (unsigned)((sig * 0x9E3779B97F4A7C15ull) >> 40) & (cap - 1);
 }
 
-static inline int tcf_fuse_start_has(uint64_t sig)
+static inline int tcf_sigset_has(const atomic_ullong *set, unsigned cap, uint64_t sig)
 {
-    unsigned i = tcf_start_slot(sig);
-    for (int p = 0; p < TCF_STARTS_PROBE; p++, i = (i + 1) & (TCF_STARTS - 1)) {
-        uint64_t v = atomic_load_explicit(&tcf_starts[i], memory_order_relaxed);
+    unsigned i = tcf_sigset_slot(sig, cap);
+    for (int p = 0; p < TCF_SIGSET_PROBE; p++, i = (i + 1) & (cap - 1)) {
+        uint64_t v = atomic_load_explicit(&set[i], memory_order_relaxed);
         if (v == sig)
             return 1;
         if (!v)
             return 0;
     }
     return 0;
+}
+
+/* 1 when sig went in now, 0 when it was there (or the set is full). */
+int tcf_sigset_add(atomic_ullong *set, unsigned cap, uint64_t sig);
+
+/* The starts: their lookup is inline, it runs on every decoded launch. */
+#define TCF_STARTS 4096
+extern atomic_ullong tcf_starts[TCF_STARTS];
+
+static inline int tcf_fuse_start_has(uint64_t sig)
+{
+    return tcf_sigset_has(tcf_starts, TCF_STARTS, sig);
 }
 
 /* --- chains planned in vain (vain.c) ------------------------------------------------ */
