@@ -268,7 +268,7 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes)
 /* Both acting modes hold a stream-ordered free behind the launches they hold, so that the
  * block is not handed out again before the kernels that read it run. w->lock held. */
 tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, uint64_t size,
-                                  CUstream stream)
+                                  CUstream stream, uint8_t dec)
 {
     tcf_event_t *e = tcf_window_append(w, tcf_event_now(), 0);
     if (!e)
@@ -278,12 +278,13 @@ tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, uint64_t siz
     e->t = t;
     e->kind = TCF_EV_FREE;
     e->held = 1;
+    e->dec = dec;
     e->stream = (uint64_t)(uintptr_t)stream;
     e->u.m.call = "cuMemFreeAsync";
     e->u.m.ptr = ptr;
     e->u.m.size = size;
     w->nheld++;
-    w->nfree += size != 0;
+    w->nfree += size != 0 && dec != TCF_DEC_KEEP;
     tcf_count(&tcf_ctr.frees);   /* per thread, as every counter only the summary reads */
     tcf_count(&tcf_ctr.frees_stream);
     return e;
@@ -310,6 +311,19 @@ void tcf_event_launch(tcf_event_t *e, tcf_via_t via, int held, CUresult rc, CUst
     e->u.l.poff = poff;
 }
 
+const void *tcf_launch_extra(void **extra, size_t *size)
+{
+    const void *buf = NULL;
+    *size = 0;
+    for (int i = 0; extra && i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buf = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
+            *size = *(const size_t *)extra[i + 1];
+    }
+    return buf;
+}
+
 /* Copies the launch's parameters into the window's arena, laid out as the kernel says.
  * Returns the byte count copied (0 when the layout is unknown). */
 static uint32_t tcf_copy_params(tcf_window_t *w, const tcf_kernel_t *k, void **params,
@@ -322,36 +336,24 @@ static uint32_t tcf_copy_params(tcf_window_t *w, const tcf_kernel_t *k, void **p
                 memcpy(w->arena + at + k->off[i], params[i], k->size[i]);
         return k->param_bytes;
     }
-    if (extra) {
-        const void *buf = NULL;
-        size_t size = 0;
-        for (int i = 0; i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-                buf = extra[i + 1];
-            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
-                size = *(const size_t *)extra[i + 1];
-        }
-        /* The caller's size is authoritative (it may pad past the last parameter); the
-         * driver refuses more than 32 KiB of parameters, so more is corrupt. */
-        if (buf && size <= 32768) {
-            memcpy(w->arena + at, buf, size);
-            return (uint32_t)size;
-        }
+    size_t size;
+    const void *buf = tcf_launch_extra(extra, &size);
+    /* The caller's size is authoritative (it may pad past the last parameter); the
+     * driver refuses more than 32 KiB of parameters, so more is corrupt. */
+    if (buf && size <= 32768) {
+        memcpy(w->arena + at, buf, size);
+        return (uint32_t)size;
     }
-    return 0;
-}
-
-static size_t tcf_extra_size(void **extra)
-{
-    for (int i = 0; extra && i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2)
-        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
-            return *(const size_t *)extra[i + 1];
     return 0;
 }
 
 uint32_t tcf_launch_param_bytes(const tcf_launch_t *l)
 {
-    size_t need = l->params && l->k->param_known ? l->k->param_bytes : tcf_extra_size(l->extra);
+    size_t need = 0;
+    if (l->params && l->k->param_known)
+        need = l->k->param_bytes;
+    else
+        tcf_launch_extra(l->extra, &need);
     return need > 32768 ? 0 : (uint32_t)need;  /* the driver caps parameters at 32 KiB */
 }
 
@@ -434,6 +436,18 @@ void tcf_capture_count_kernel(tcf_kernel_t *k, CUresult rc)
     tcf_count_kernel_launch(k, rc);   /* exec registered the exit hook before handing it */
 }
 
+/* Appends issued launch l to w (locked) with exec's mark dec, and closes w at its cap. */
+static void tcf_record_launch(tcf_window_t *w, const tcf_launch_t *l, CUresult rc,
+                              uint64_t now, uint8_t dec)
+{
+    tcf_event_t *e = tcf_window_add_launch(w, l, 0, rc, now);
+    if (!e)
+        return;
+    e->dec = dec;
+    if (w->nlaunch >= tcf_window_cap_of(w))
+        tcf_window_close_locked(w, "size-cap", NULL, 0);
+}
+
 void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                         int ptds, void **params, void **extra,
@@ -453,8 +467,7 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
                              .block = { bx, by, bz }, .smem = smem, .params = params,
                              .extra = extra, .attrs = attrs, .nattrs = attrs ? nattrs : 0 };
     pthread_mutex_lock(&w->lock);
-    if (tcf_window_add_launch(w, &l, 0, rc, now) && w->nlaunch >= tcf_window_cap_of(w))
-        tcf_window_close_locked(w, "size-cap", NULL, 0);
+    tcf_record_launch(w, &l, rc, now, 0);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -463,14 +476,19 @@ void tcf_capture_launch_marked(tcf_window_t *w, const tcf_launch_t *l, CUresult 
 {
     tcf_capture_exit_hook();
     tcf_count_kernel_launch(l->k, rc);
-    if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
-        return;
-    tcf_event_t *e = tcf_window_add_launch(w, l, 0, rc, tcf_event_now());
-    if (!e)
-        return;
-    e->dec = dec;
-    if (w->nlaunch >= tcf_window_cap_of(w))
-        tcf_window_close_locked(w, "size-cap", NULL, 0);
+    if (atomic_load_explicit(&tcf_live, memory_order_relaxed))
+        tcf_record_launch(w, l, rc, tcf_event_now(), dec);
+}
+
+/* Appends a copy of proto (its time and stream set) to w (locked). */
+static void tcf_record_other(tcf_window_t *w, const tcf_event_t *proto)
+{
+    tcf_event_t *e = tcf_window_append(w, proto->t, 0);
+    if (e) {
+        *e = *proto;
+        if (e->kind == TCF_EV_MEMSET || e->kind == TCF_EV_MEMCPY)
+            w->nops++;
+    }
 }
 
 /* An event on a stream goes into its window; one without a stream straight to the trace. */
@@ -485,12 +503,7 @@ static void tcf_capture_other(tcf_event_t *proto, CUstream stream, int has_strea
         return;
     }
     pthread_mutex_lock(&w->lock);
-    tcf_event_t *e = tcf_window_append(w, proto->t, 0);
-    if (e) {
-        *e = *proto;
-        if (e->kind == TCF_EV_MEMSET || e->kind == TCF_EV_MEMCPY)
-            w->nops++;
-    }
+    tcf_record_other(w, proto);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -541,15 +554,22 @@ void tcf_capture_free(const char *call, CUdeviceptr ptr, CUstream stream, int ha
     tcf_capture_other(&e, stream, has_stream, ptds);
 }
 
+static tcf_event_t tcf_memset_event(const char *call, CUdeviceptr dst, unsigned value,
+                                    unsigned elem, size_t count, CUresult rc)
+{
+    tcf_event_t e = { .kind = TCF_EV_MEMSET, .rc = rc };
+    e.u.op.call = call, e.u.op.dst = dst, e.u.op.value = value;
+    e.u.op.elem = elem, e.u.op.count = count;
+    return e;
+}
+
 void tcf_capture_memset(const char *call, CUdeviceptr dst, unsigned value, unsigned elem,
                         size_t count, CUstream stream, int ptds, CUresult rc)
 {
     if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     tcf_count(&tcf_ctr.ops);
-    tcf_event_t e = { .kind = TCF_EV_MEMSET, .rc = rc };
-    e.u.op.call = call, e.u.op.dst = dst, e.u.op.value = value;
-    e.u.op.elem = elem, e.u.op.count = count;
+    tcf_event_t e = tcf_memset_event(call, dst, value, elem, count, rc);
     tcf_capture_other(&e, stream, 1, ptds);
 }
 
@@ -560,16 +580,9 @@ void tcf_capture_memset_marked(tcf_window_t *w, const char *call, CUdeviceptr ds
     if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     tcf_count(&tcf_ctr.ops);
-    tcf_event_t *e = tcf_window_append(w, tcf_event_now(), 0);
-    if (!e)
-        return;
-    uint64_t t = e->t;
-    memset(e, 0, sizeof *e);
-    e->t = t, e->kind = TCF_EV_MEMSET, e->rc = rc, e->dec = dec;
-    e->stream = (uint64_t)(uintptr_t)stream;
-    e->u.op.call = call, e->u.op.dst = dst, e->u.op.value = value;
-    e->u.op.elem = elem, e->u.op.count = count;
-    w->nops++;
+    tcf_event_t e = tcf_memset_event(call, dst, value, elem, count, rc);
+    e.t = tcf_event_now(), e.stream = (uint64_t)(uintptr_t)stream, e.dec = dec;
+    tcf_record_other(w, &e);
 }
 
 void tcf_capture_memcpy(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t bytes,

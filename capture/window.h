@@ -130,10 +130,11 @@ tcf_event_t *tcf_window_append(tcf_window_t *w, uint64_t now, uint32_t bytes);
  * fuse, graph and full mode without a trace read nothing of it. */
 uint64_t tcf_event_now(void);
 /* cuMemFreeAsync(ptr, stream) held in w behind its held work (w->lock held): a held free
- * event appended (u.m.size: the block's size, 0 when unknown), w->nheld (and with a size
- * w->nfree) and the free counters raised. NULL when no memory. */
+ * event appended with exec's mark dec (u.m.size: the block's size, 0 when unknown),
+ * w->nheld (and with a size, unless dec is TCF_DEC_KEEP, w->nfree: an allocation may take
+ * the block) and the free counters raised. NULL when no memory. */
 tcf_event_t *tcf_window_hold_free(tcf_window_t *w, CUdeviceptr ptr, uint64_t size,
-                                  CUstream stream);
+                                  CUstream stream, uint8_t dec);
 /* Appends launch l to w (locked) with its parameter bytes copied (laid out by its kernel's
  * layout, or the `extra` buffer as is) and its attributes (at most TCF_ATTRS_MAX; more
  * are dropped: a caller that issues the launch later must refuse such launches first).
@@ -150,6 +151,9 @@ tcf_event_t *tcf_window_add_launch(tcf_window_t *w, const tcf_launch_t *l, int h
  * them from the window, and their recording was most of fuse mode's cost per launch on
  * programs of kernels it cannot decode. */
 int tcf_window_pass_launch(tcf_window_t *w, const tcf_kernel_t *k);
+/* The `extra` form's parameter buffer (CU_LAUNCH_PARAM_BUFFER_POINTER) and its size
+ * (*size 0 when not given); NULL when there is none. */
+const void *tcf_launch_extra(void **extra, size_t *size);
 /* Work exec issued itself with w locked, recorded in w with dec as its mark: a launch
  * (counted as tcf_capture_launch counts one) and a device memset. */
 void tcf_capture_launch_marked(tcf_window_t *w, const tcf_launch_t *l, CUresult rc,

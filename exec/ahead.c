@@ -64,17 +64,27 @@ typedef struct {
     uint32_t ev;           /* the decoded launch's event */
 } tcf_span_t;
 
+/* This thread's last look at a window: the extents of its decoded launches from `from`
+ * up to event `upto`. A memset and the GEMM after it, or several GEMMs in a row, look at
+ * the same launches: only the ones new since are read again. */
 typedef struct {
     tcf_span_t s[TCF_AHEAD_SPANS];
     unsigned   n;
+    const tcf_window_t *w;
+    uint64_t   wid;
+    uint32_t   from, upto;
+    int        bad;           /* a launch that cannot be reasoned about, or too many */
 } tcf_spans_t;
 
-/* The extents of every decoded launch in w (locked) since its last flush; -1 when one
- * cannot be reasoned about or there are too many. */
+/* The extents of every decoded launch in w (locked) since its last flush, with no
+ * allocation placed yet; -1 when one cannot be reasoned about or there are too many. */
 static int tcf_spans_of(const tcf_window_t *w, tcf_spans_t *sp)
 {
-    sp->n = 0;
-    for (uint32_t i = w->exec_from; i < w->nev; i++) {
+    if (sp->w != w || sp->wid != w->id || sp->from != w->exec_from || sp->upto > w->nev) {
+        sp->w = w, sp->wid = w->id, sp->from = sp->upto = w->exec_from;
+        sp->n = 0, sp->bad = 0;
+    }
+    for (uint32_t i = sp->upto; i < w->nev && !sp->bad; i++) {
         const tcf_event_t *e = &w->ev[i];
         if (e->kind != TCF_EV_LAUNCH || (e->dec != TCF_DEC_OP && e->dec != TCF_DEC_REDUCE))
             continue;
@@ -82,12 +92,17 @@ static int tcf_spans_of(const tcf_window_t *w, tcf_spans_t *sp)
         tcf_exec_item(w, i, &it);
         uint64_t beg[TCF_FUSER_EXTENTS], end[TCF_FUSER_EXTENTS];
         int n = tcf_fuser_extents(&it, beg, end);
-        if (n < 0 || sp->n + (unsigned)n > TCF_AHEAD_SPANS)
-            return -1;
+        if (n < 0 || sp->n + (unsigned)n > TCF_AHEAD_SPANS) {
+            sp->bad = 1;
+            break;
+        }
         for (int j = 0; j < n; j++)
             sp->s[sp->n++] = (tcf_span_t){ .beg = beg[j], .end = end[j], .ev = i };
     }
-    return 0;
+    sp->upto = w->nev;
+    for (unsigned j = 0; j < sp->n; j++)   /* placed anew each time: blocks change hands */
+        sp->s[j].abeg = sp->s[j].aend = 0;
+    return sp->bad ? -1 : 0;
 }
 
 /* The allocation span s lies in: the block tcfuse saw allocated at its start, or one
@@ -194,13 +209,8 @@ static int tcf_ahead_pieces(const tcf_kernel_t *k, const tcf_launch_t *l,
             piece[p] = l->params[p], len[p] = k->size[p];
         return (int)k->nparams;
     }
-    const uint8_t *buf = NULL;
-    size_t size = 0;
-    for (int i = 0; l->extra && i < 16 && l->extra[i] != CU_LAUNCH_PARAM_END; i += 2)
-        if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-            buf = l->extra[i + 1];
-        else if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && l->extra[i + 1])
-            size = *(const size_t *)l->extra[i + 1];
+    size_t size;
+    const uint8_t *buf = tcf_launch_extra(l->extra, &size);
     if (!buf || !size || size > 32768)
         return -1;
     piece[0] = buf, len[0] = (uint32_t)size;

@@ -263,11 +263,8 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
          * the flush, held work or not. */
         int kept = 0;
         pthread_mutex_lock(&w->lock);
-        tcf_event_t *e;
         if (w->ndec && tcf_exec_ahead_keeps(w, ptr, size) &&
-            (e = tcf_window_hold_free(w, ptr, size, stream))) {
-            e->dec = TCF_DEC_KEEP;
-            w->nfree -= size != 0;   /* never handed over */
+            tcf_window_hold_free(w, ptr, size, stream, TCF_DEC_KEEP)) {   /* never handed */
             atomic_fetch_add(&tcf_xctr.held_frees, 1);
             atomic_fetch_add(&tcf_xctr.frees_kept_back, 1);
             kept = 1;
@@ -288,7 +285,7 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
     if (w) {
         pthread_mutex_lock(&w->lock);
         if (w->nheld) {
-            if (tcf_window_hold_free(w, ptr, size, stream)) {
+            if (tcf_window_hold_free(w, ptr, size, stream, 0)) {
                 atomic_fetch_add(&tcf_xctr.held_frees, 1);
                 taken = 1;
             }

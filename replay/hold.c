@@ -428,7 +428,7 @@ int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds)
     int taken = 0;
     pthread_mutex_lock(&w->lock);
     if (w->nheld && w->rstate == TCF_R_HOLD) {
-        if (tcf_window_hold_free(w, ptr, 0, stream)) {
+        if (tcf_window_hold_free(w, ptr, 0, stream, 0)) {
             atomic_fetch_add(&tcf_rctr.held_frees, 1);
             taken = 1;
         }
