@@ -80,6 +80,29 @@ static CUresult go(CUkernel k, void **params)
                           NULL);
 }
 
+static float host[N];
+static const unsigned char tanh_f = 0x30;   /* tanh's functor byte, as PyTorch passed it */
+
+/* The stream-ordered scenarios' tail: w = alloc; w = tanh(z); free z; w copied back and
+ * its bytes summed; free w. */
+static unsigned long long tanh_back(CUkernel ktanh, CUdeviceptr za)
+{
+    int n = N;
+    CUdeviceptr wa = 0;
+    said("cuMemAllocAsync w", d.memAllocAsync(&wa, N * 4, NULL));
+    CUdeviceptr td[2] = { wa, za };
+    void *tp[] = { &n, (void *)&tanh_f, td };
+    said("tanh", go(ktanh, tp));
+    said("cuMemFreeAsync z", d.memFreeAsync(za, NULL));
+    said("cuMemcpyDtoHAsync w", d.memcpyDtoHAsync(host, wa, sizeof host, NULL));
+    said("cuStreamSynchronize", d.streamSynchronize(NULL));
+    unsigned long long sum = 0;
+    for (size_t i = 0; i < sizeof host; i++)
+        sum += ((unsigned char *)host)[i];
+    said("cuMemFreeAsync w", d.memFreeAsync(wa, NULL));
+    return sum;
+}
+
 /* What a runtime's exit handler does: synchronize, free. */
 static CUdeviceptr teardown_buf;
 static void teardown(void)
@@ -121,7 +144,6 @@ int main(int argc, char **argv)
     /* The functors' bytes as PyTorch passed them (the fixture's launches). */
     const unsigned char mul_f[8] = { 0x01, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x3f }; /* 0.5 */
     const float alpha = 1.0f;
-    const unsigned char tanh_f = 0x30;
     CUdeviceptr mul_d[2] = { y, x }, add_d[3] = { z, y, x }, tanh_d[2] = { o, z };
     void *mul_p[] = { &n, (void *)mul_f, mul_d };
     void *add_p[] = { &n, (void *)&alpha, add_d };
@@ -146,7 +168,6 @@ int main(int argc, char **argv)
         snprintf(hex + 2 * i, sizeof hex - 2 * i, "%02x", ((unsigned char *)add_d)[i]);
     printf("add-data=%s\n", hex);
 
-    static float host[N];
     if (!strcmp(how, "ahead")) {
         /* HF Llama's MLP in small: g = gemm(x); s = g * 0.5; free g; u = gemm(x) after
          * cuBLAS's memset of its semaphore; z = s + u; free s, u; w = tanh(z). The GEMM
@@ -162,7 +183,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < N; i++)
                 host[i] = (float)(i % 97) * 0.25f - 3.0f + (float)it;
             said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(x, host, sizeof host, NULL));
-            CUdeviceptr g = 0, sa = 0, u = 0, za = 0, wa = 0;
+            CUdeviceptr g = 0, sa = 0, u = 0, za = 0;
             said("cuMemAllocAsync g", d.memAllocAsync(&g, N * 4, NULL));
             struct { CUdeviceptr a, b, c; uint64_t mnk; } gp = { x, x, g, 0x4000400040ull };
             void *gpp[] = { &gp };
@@ -186,16 +207,7 @@ int main(int argc, char **argv)
             said("add", go(kadd, ap));
             said("cuMemFreeAsync s", d.memFreeAsync(sa, NULL));
             said("cuMemFreeAsync u", d.memFreeAsync(u, NULL));
-            said("cuMemAllocAsync w", d.memAllocAsync(&wa, N * 4, NULL));
-            CUdeviceptr td[2] = { wa, za };
-            void *tp[] = { &n, (void *)&tanh_f, td };
-            said("tanh", go(ktanh, tp));
-            said("cuMemFreeAsync z", d.memFreeAsync(za, NULL));
-            said("cuMemcpyDtoHAsync w", d.memcpyDtoHAsync(host, wa, sizeof host, NULL));
-            said("cuStreamSynchronize", d.streamSynchronize(NULL));
-            for (size_t i = 0; i < sizeof host; i++)
-                sum += ((unsigned char *)host)[i];
-            said("cuMemFreeAsync w", d.memFreeAsync(wa, NULL));
+            sum += tanh_back(ktanh, za);
         }
         printf("ahead bytes sum=%llu\n", sum);
         fprintf(stderr, "ahead: up's output took gate's block %d times\n", handed);
@@ -208,7 +220,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < N; i++)
                 host[i] = (float)(i % 97) * 0.25f - 3.0f + (float)it;
             said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(x, host, sizeof host, NULL));
-            CUdeviceptr ya = 0, za = 0, wa = 0;
+            CUdeviceptr ya = 0, za = 0;
             said("cuMemAllocAsync y", d.memAllocAsync(&ya, N * 4, NULL));
             CUdeviceptr md[2] = { ya, x };
             void *mp[] = { &n, (void *)mul_f, md };
@@ -218,16 +230,7 @@ int main(int argc, char **argv)
             void *ap[] = { &n, (void *)&alpha, ad };
             said("add", go(kadd, ap));
             said("cuMemFreeAsync y", d.memFreeAsync(ya, NULL));
-            said("cuMemAllocAsync w", d.memAllocAsync(&wa, N * 4, NULL));
-            CUdeviceptr td[2] = { wa, za };
-            void *tp[] = { &n, (void *)&tanh_f, td };
-            said("tanh", go(ktanh, tp));
-            said("cuMemFreeAsync z", d.memFreeAsync(za, NULL));
-            said("cuMemcpyDtoHAsync w", d.memcpyDtoHAsync(host, wa, sizeof host, NULL));
-            said("cuStreamSynchronize", d.streamSynchronize(NULL));
-            for (size_t i = 0; i < sizeof host; i++)
-                sum += ((unsigned char *)host)[i];
-            said("cuMemFreeAsync w", d.memFreeAsync(wa, NULL));
+            sum += tanh_back(ktanh, za);
         }
         said("cuStreamSynchronize", d.streamSynchronize(NULL));
         printf("async bytes sum=%llu\n", sum);
