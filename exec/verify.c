@@ -250,11 +250,11 @@ static void tcf_scratch_free(CUdeviceptr p, CUstream s, int async)
 
 /* Compares len bytes of one region in the two sets (a at the originals', b at the
  * generated kernel's), whose operand of `bytes` bytes and dtype dt starts at off; host has
- * room for two chunks. 0 equal, 1 differs (why names buffer `label`'s element), -1 could
- * not read. */
+ * room for two chunks. With a mask (bit k: byte k of the region counts), a byte outside it
+ * may differ. 0 equal, 1 differs (why names buffer `label`'s element), -1 could not read. */
 static int tcf_verify_cmp(CUdeviceptr a, CUdeviceptr b, uint64_t len, uint32_t off,
-                          uint64_t bytes, tcf_dtype_t dt, uint8_t *host, CUstream s,
-                          unsigned label, char *why, size_t cap)
+                          uint64_t bytes, tcf_dtype_t dt, const uint8_t *mask, uint8_t *host,
+                          CUstream s, unsigned label, char *why, size_t cap)
 {
     size_t es = tcf_dtype_size(dt);
     for (uint64_t c0 = 0; c0 < len; c0 += TCF_VERIFY_CHUNK) {
@@ -268,8 +268,10 @@ static int tcf_verify_cmp(CUdeviceptr a, CUdeviceptr b, uint64_t len, uint32_t o
         if (!memcmp(ha, hb, m))
             continue;
         size_t k = 0;
-        while (k < m && ha[k] == hb[k])
+        while (k < m && (ha[k] == hb[k] || (mask && !(mask[(c0 + k) >> 3] >> ((c0 + k) & 7) & 1))))
             k++;
+        if (k == m)
+            continue;
         uint64_t at = c0 + k;
         /* the element of the buffer's memory (its extent, in elements) that differs */
         long long e = at < off ? -1 : (long long)((at - off) / es);
@@ -289,6 +291,34 @@ static int tcf_verify_cmp(CUdeviceptr a, CUdeviceptr b, uint64_t len, uint32_t o
         return 1;
     }
     return 0;
+}
+
+/* The bytes of a region (from its start, its operand at off) that the kernel's stored
+ * views cover in the smaller problem p, as a bit mask of len bits: those of every stored
+ * buffer b with bi[b] == i. NULL when out of memory. */
+static uint8_t *tcf_stored_mask(const tcf_fjob_t *job, const tcf_vproblem_t *p,
+                                const int *stored, const uint32_t *bi, uint32_t i, uint32_t off,
+                                uint64_t len)
+{
+    uint8_t *mask = tcf_calloc((size_t)((len + 7) / 8), 1);
+    unsigned nd = job->g.red ? 2u : job->g.ndim;
+    if (!mask)
+        return NULL;
+    for (uint8_t b = 0; b < job->g.nbufs; b++) {
+        if (!stored[b] || bi[b] != i)
+            continue;
+        uint64_t es = tcf_dtype_size(job->g.buf_dt[b]);
+        for (uint64_t e = 0; e < p->n; e++) {
+            uint64_t at = off, r = e;
+            if (!nd)
+                at += e * es;
+            for (unsigned d = 0; d < nd; d++)
+                at += (r % p->size[d]) * job->args.stride[b][d], r /= p->size[d];
+            for (uint64_t x = at; x < at + es && x < len; x++)
+                mask[x >> 3] |= (uint8_t)(1u << (x & 7));
+        }
+    }
+    return mask;
 }
 
 /* One run of the check on problem p, operand i at byte offset off[i] (< 256) into its own
@@ -540,8 +570,11 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
      * region whose address another operand of the group used, further, is a block freed
      * and handed out again (PyTorch's allocator puts a cast's output where the value it
      * cast lived): past the stored views lies a dead buffer whose store the kernel dropped
-     * and the originals made, bytes nothing can read. Such a region is compared over its
-     * stored views only; any other over all of it, so that a stray store shows too. */
+     * and the originals made, bytes nothing can read. So is a block two originals write.
+     * Such a region is compared over its stored views only, byte by byte (the dead
+     * buffer's view can differ from the stored one: a cat's output [B, H, S, D] handed to
+     * the add that writes [B, S, H, D], whose smaller problem covers other elements of the
+     * block); any other over all of it, so that a stray store shows too. */
     uint64_t cmp[TCF_MAX_ADDR] = { 0 };
     for (uint8_t b = 0; b < job->g.nbufs; b++) {
         uint64_t es = tcf_dtype_size(job->g.buf_dt[b]), bytes = p->n * es;
@@ -560,9 +593,20 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         if (!stored[b])
             continue;
         uint32_t i = bi[b];
-        uint64_t len = cmp[i] < off[i] + addr[i].bytes ? cmp[i] : rlen[i];
+        unsigned writers = 0;   /* a block two originals write: one of them is dead */
+        for (uint32_t j = 0; j < job->norig; j++)
+            writers += job->orig[j].op.out == addr[i].addr;
+        int reused = cmp[i] < off[i] + addr[i].bytes || writers > 1;
+        uint64_t len = reused ? cmp[i] : rlen[i];
+        uint8_t *mask = reused ? tcf_stored_mask(job, p, stored, bi, i, off[i], len) : NULL;
+        if (reused && !mask) {
+            snprintf(why, cap, "out of memory");
+            rc = -1;
+            break;
+        }
         rc = tcf_verify_cmp(base + rbase[i], setB + rbase[i], len, off[i], addr[i].bytes,
-                            job->g.buf_dt[b], host, s, b, why, cap);
+                            job->g.buf_dt[b], mask, host, s, b, why, cap);
+        free(mask);
     }
     /* a norm's mean and rstd: outside the group's buffers, compared whole (region and
      * all), numbered after them */
@@ -572,7 +616,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
             for (uint32_t i = 0; i < na && rc == 0; i++)
                 if (addr[i].addr == (q ? r->rstd : r->mean))
                     rc = tcf_verify_cmp(base + rbase[i], setB + rbase[i], rlen[i], off[i],
-                                        addr[i].bytes, TCF_DT_F32, host, s, job->g.nbufs + q,
+                                        addr[i].bytes, TCF_DT_F32, NULL, host, s, job->g.nbufs + q,
                                         why, cap);
     }
 done:
