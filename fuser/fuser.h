@@ -221,9 +221,17 @@ uint64_t tcf_fuser_verify_sizes(const tcf_space_t *sp, uint64_t target, unsigned
  * (from tcf_fuser_verify_sizes): its element count (*opn) and, for a strided op, the size
  * of each of its op.it.ndim dims (opsize; dims of size 1 stay 1). Its strides do not
  * change: the smaller problem is the same elements' first corner. 0, or -1 when the op's
- * dims are not runs of sp's. */
+ * dims are neither runs of sp's nor sp's dims in another order (tcf_fuser_perm_of). */
 int tcf_fuser_op_sizes(const tcf_op_t *op, const tcf_space_t *sp, const uint32_t *newsize,
                        uint32_t *opsize, uint32_t *opn);
+
+/* Whether op (strided, not a cat) walks sp's dims in another order: its dims other than
+ * those of size 1 are sp's dims, each size found once in sp, not in sp's order. Then
+ * map[d] is the sp dim of op dim d (0xff for a dim of size 1) and 0 is returned; else
+ * -1. Planning walks such an op in the group's order (group.c), and verification's
+ * smaller problem gives each of its dims its group dim's size (space.c). */
+int tcf_fuser_perm_of(const tcf_op_t *op, const tcf_space_t *sp, uint8_t *map);
+
 /* The space a group's kernel iterates: its args' sizes when g.ndim > 0, else [n]. */
 void tcf_fuser_space(const tcf_group_t *g, const tcf_fused_args_t *args, tcf_space_t *sp);
 

@@ -228,21 +228,95 @@ static int same_view(const tcf_fuser_buf_t *x, uint64_t p, uint64_t pb, uint64_t
            !memcmp(st, xst, nd * sizeof *st);
 }
 
+int tcf_fuser_perm_of(const tcf_op_t *op, const tcf_space_t *sp, uint8_t *map)
+{
+    tcf_space_t osp;
+    uint32_t ost[4][TCF_OP_MAX_DIMS];
+    uint8_t used[TCF_OP_MAX_DIMS] = { 0 };
+    unsigned j = 0, ident = 1;
+    if (!op->it.ndim || op->kind == TCF_OP_CAT || tcf_space_of(op, &osp, ost) ||
+        osp.nd != sp->nd || osp.nd < 2)
+        return -1;
+    for (unsigned d = 0; d < op->it.ndim; d++) {
+        map[d] = 0xff;
+        if (op->it.size[d] == 1)
+            continue;   /* tcf_space_of dropped it: no element moves along it */
+        int to = -1;
+        for (unsigned k = 0; k < sp->nd; k++)
+            if (sp->size[k] == op->it.size[d]) {
+                if (to >= 0)
+                    return -1;   /* two group dims of that size: which one is ambiguous */
+                to = (int)k;
+            }
+        if (to < 0 || used[to]++)
+            return -1;
+        ident &= to == (int)j++;
+        map[d] = (uint8_t)to;
+    }
+    return ident ? -1 : 0;   /* the same order: no permutation to make */
+}
+
+/* The op walked in the group's order (tcf_fuser_perm_of): its dims of size 1 dropped and
+ * the others, with every operand's strides, moved to the group dims they match. An
+ * elementwise op computes each element alone, so the order it visits them in changes no
+ * bit of what it stores. */
+static int permute(const tcf_op_t *op, const tcf_space_t *sp, tcf_op_t *out)
+{
+    uint8_t map[TCF_OP_MAX_DIMS];
+    if (tcf_fuser_perm_of(op, sp, map))
+        return -1;
+    *out = *op;
+    memset(&out->it, 0, sizeof out->it);
+    out->it.ndim = sp->nd;
+    for (unsigned d = 0; d < op->it.ndim; d++) {
+        if (map[d] == 0xff)
+            continue;
+        out->it.size[map[d]] = op->it.size[d];
+        for (unsigned o = 0; o <= op->nin; o++)
+            out->it.stride[o][map[d]] = op->it.stride[o][d];
+    }
+    return 0;
+}
+
+static int add_op(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx,
+                  const tcf_op_t *op, int row);
+
+/* Whether [p, e) lies inside what one op stepped over wrote, every byte of it. */
+static int stepped_wrote(const tcf_fuser_build_t *b, uint64_t p, uint64_t e)
+{
+    for (unsigned s = 0; s < b->nsw; s++)
+        if (b->sw_beg[s] <= p && e <= b->sw_end[s])
+            return 1;
+    return 0;
+}
+
 int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx)
 {
-    static _Thread_local tcf_op_t xop;
-    const tcf_op_t *op = &xop;
+    static _Thread_local tcf_op_t xop, pop;
+    int row, why = as_op(b, items, idx, &xop, &row);
+    if (why >= 0)
+        return why;
+    /* An op over the group's dims in another order (the rotary embedding's q * cos over
+     * [D, H, S, B] beside rotate_half(q) * sin over [D, S, H, B]: one tensor, two walks)
+     * joins walked in the group's order first, so that its views of the group's buffers
+     * compare equal to theirs; only if that fails, as it is. */
+    if (b->nops && !b->red && !row && items[idx].kind == TCF_ITEM_OP &&
+        xop.n == b->n && !permute(&xop, &b->sp, &pop) && add_op(b, items, idx, &pop, 0) < 0)
+        return -1;
+    return add_op(b, items, idx, &xop, row);
+}
+
+static int add_op(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx,
+                  const tcf_op_t *op, int row)
+{
     unsigned k = b->nops, nraw = b->nraw, slots = 0;
     uint8_t ref[4] = { 0 };
     tcf_space_t osp, sp;
     uint32_t ost[4][TCF_OP_MAX_DIMS], st[4][TCF_OP_MAX_DIMS];
     static _Thread_local uint32_t rst[TCF_FUSER_RAW_MAX][TCF_OP_MAX_DIMS];  /* raws, re-split */
-    int row, why = as_op(b, items, idx, &xop, &row);
     int isred = items[idx].kind == TCF_ITEM_REDUCE;
     int strided = (k && b->strided) || op->it.ndim;
 
-    if (why >= 0)
-        return why;
     if (k && op->n != b->n)
         return TCF_FUSER_SIZE;
     if (k == TCF_GROUP_MAX_OPS || b->nscalars + op->nscalar > TCF_GROUP_MAX_SCALARS)
@@ -298,8 +372,9 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
             hit = (int)r;
         }
         /* A freed block handed out again and read before anything wrote it: eager read
-         * what the dead op stored there, but the fused kernel drops that store. */
-        if (hit < 0 && stale && o)
+         * what the dead op stored there, but the fused kernel drops that store. Unless an
+         * op stepped over wrote all of it since: that op runs before the kernel. */
+        if (hit < 0 && stale && o && !stepped_wrote(b, pb, e))
             return TCF_FUSER_OVERLAP;
         if (hit < 0) {
             if (nraw == TCF_FUSER_RAW_MAX)
@@ -354,7 +429,7 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
     b->sp = sp;
     b->strided = (uint8_t)strided;
     b->item[k] = idx;
-    b->xop[k] = xop;
+    b->xop[k] = *op;
     if (isred)
         b->red = (uint8_t)(k + 1), b->K = op->it.size[0], b->M = op->it.size[1];
     if (row)
@@ -368,17 +443,29 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
     return -1;
 }
 
-int tcf_fuser_build_step(const tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx)
+int tcf_fuser_build_step(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx)
 {
     const tcf_op_t *op = &items[idx].op;
     if (!b->nops || items[idx].kind != TCF_ITEM_OP || !tcf_fuser_op_ok(op))
         return -1;
     for (unsigned o = 0; o <= op->nin; o++) {
         uint64_t p, e = operand_extent(op, o, &p);
-        for (unsigned r = 0; r < b->nraw; r++)
-            if (overlaps(p, e, &b->raw[r]) && (!o || b->raw[r].writer >= 0))
+        for (unsigned r = 0; r < b->nraw; r++) {
+            const tcf_fuser_buf_t *x = &b->raw[r];
+            /* A buffer freed inside the run that the kernel never loads is never touched
+             * by it: its store is dropped (dead), and its readers in the group take the
+             * value from registers. A block the allocator hands out again there (the
+             * rotary embedding's negation, writing where q's rotate_half(q) * sin was) is
+             * free for the stepped op. */
+            if (x->dead && !x->loaded)
+                continue;
+            if (overlaps(p, e, x) && (!o || x->writer >= 0))
                 return -1;
+        }
     }
+    uint64_t p, e = operand_extent(op, 0, &p);
+    if (b->nsw < 4 && e - p == (uint64_t)op->n * tcf_dtype_size(op->out_dt))
+        b->sw_beg[b->nsw] = p, b->sw_end[b->nsw++] = e;   /* dense: every byte written */
     return 0;
 }
 

@@ -38,6 +38,10 @@ typedef struct {
                                  * neighbours': group.c) */
     uint32_t        rowops;     /* ops per row (after the reduction) */
     uint32_t        K, M;       /* red: the row length and the row count */
+    /* What ops stepped over wrote, where they wrote every byte of their extent: a group
+     * op reading there later reads their result, not a dead buffer's dropped store. */
+    uint8_t         nsw;
+    uint64_t        sw_beg[4], sw_end[4];
     uint16_t        item[TCF_GROUP_MAX_OPS];
     tcf_op_t        xop[TCF_GROUP_MAX_OPS];     /* each op as it joined (a reduction or a
                                                  * per-row op re-expressed over [K, M]) */
@@ -77,8 +81,9 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
  * issued at its own place, so before the group's kernel, which runs where the group's last
  * op was; the group's ops before it then run after it. So it must read no bytes the group
  * has written so far and write no bytes the group has read or written (a dead buffer's
- * too). 0 when it may (the builder is unchanged), else -1. */
-int tcf_fuser_build_step(const tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx);
+ * too), but a buffer freed inside the run that the kernel never loads, which the kernel
+ * never touches. 0 when it may (the builder keeps what it wrote, when dense), else -1. */
+int tcf_fuser_build_step(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx);
 
 /* A free of ptr seen after the builder's ops: buffers starting there are dead. */
 void tcf_fuser_build_free(tcf_fuser_build_t *b, uint64_t ptr);

@@ -133,6 +133,19 @@ uint64_t tcf_fuser_verify_sizes(const tcf_space_t *sp, uint64_t target, unsigned
     return total;
 }
 
+/* An op that joined its group walked in the group's order (group.c): each of its dims
+ * is one of the group's, so it takes that dim's new size. */
+static int permuted_sizes(const tcf_op_t *op, const tcf_space_t *sp, const uint32_t *newsize,
+                          uint32_t *opsize)
+{
+    uint8_t map[TCF_OP_MAX_DIMS];
+    if (tcf_fuser_perm_of(op, sp, map))
+        return -1;
+    for (unsigned d = 0; d < op->it.ndim; d++)
+        opsize[d] = map[d] == 0xff ? 1 : newsize[map[d]];
+    return 0;
+}
+
 int tcf_fuser_op_sizes(const tcf_op_t *op, const tcf_space_t *sp, const uint32_t *newsize,
                        uint32_t *opsize, uint32_t *opn)
 {
@@ -152,7 +165,7 @@ int tcf_fuser_op_sizes(const tcf_op_t *op, const tcf_space_t *sp, const uint32_t
         while (k <= sp->nd && gp[k] != p)
             k++;
         if (k > sp->nd || np[k] % prevnew)
-            return -1;   /* not a boundary of the group's space */
+            return permuted_sizes(op, sp, newsize, opsize);   /* not a boundary */
         opsize[d] = (uint32_t)(np[k] / prevnew);
         prevnew = np[k];
     }
