@@ -281,6 +281,45 @@ static int permute(const tcf_op_t *op, const tcf_space_t *sp, tcf_op_t *out)
 static int add_op(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx,
                   const tcf_op_t *op, int row);
 
+/* The group walked in another order: its space becomes `to` (the same dims, each size
+ * found once), every buffer's strides moving with their dims. Only for a group of plain
+ * elementwise ops (no cat, whose input is picked along its dim; no reduction, whose
+ * space is [row, rows]): the order they are walked in changes no bit they store. 0, or
+ * -1 when `to` is no other order of the group's dims (the builder is unchanged). */
+static int permute_builder(tcf_fuser_build_t *b, const tcf_space_t *to)
+{
+    uint8_t map[TCF_OP_MAX_DIMS], used[TCF_OP_MAX_DIMS] = { 0 };
+    int ident = 1;
+    if (b->red || b->cat || to->nd != b->sp.nd || to->nd < 2)
+        return -1;
+    for (unsigned k = 0; k < b->nops; k++)
+        if (!b->xop[k].it.ndim)
+            return -1;   /* a contiguous op's elements are in the group's order: keep it */
+    for (unsigned k = 0; k < b->sp.nd; k++) {
+        int j = -1;
+        for (unsigned q = 0; q < to->nd; q++)
+            if (to->size[q] == b->sp.size[k]) {
+                if (j >= 0)
+                    return -1;
+                j = (int)q;
+            }
+        if (j < 0 || used[j]++)
+            return -1;
+        ident &= j == (int)k;
+        map[k] = (uint8_t)j;
+    }
+    if (ident)
+        return -1;
+    for (unsigned r = 0; r < b->nraw; r++) {
+        uint32_t st[TCF_OP_MAX_DIMS] = { 0 };
+        for (unsigned k = 0; k < b->sp.nd; k++)
+            st[map[k]] = b->raw[r].st[k];
+        memcpy(b->raw[r].st, st, sizeof st);
+    }
+    b->sp = *to;
+    return 0;
+}
+
 /* Whether [p, e) lies inside what one op stepped over wrote, every byte of it. */
 static int stepped_wrote(const tcf_fuser_build_t *b, uint64_t p, uint64_t e)
 {
@@ -301,8 +340,26 @@ int tcf_fuser_build_add(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t 
      * joins walked in the group's order first, so that its views of the group's buffers
      * compare equal to theirs; only if that fails, as it is. */
     if (b->nops && !b->red && !row && items[idx].kind == TCF_ITEM_OP &&
-        xop.n == b->n && !permute(&xop, &b->sp, &pop) && add_op(b, items, idx, &pop, 0) < 0)
+        xop.n == b->n && !permute(&xop, &b->sp, &pop) && add_op(b, items, idx, &pop, 0) < 0) {
+        b->locked = 1;
         return -1;
+    }
+    /* A cat is walked only in its own order: the group before it, of elementwise ops
+     * alone, turns to that order instead (q * cos, then rotate_half(q)'s cat). */
+    if (b->nops && xop.kind == TCF_OP_CAT && xop.n == b->n) {
+        static _Thread_local tcf_fuser_build_t was;
+        tcf_space_t osp;
+        uint32_t ost[4][TCF_OP_MAX_DIMS];
+        if (!tcf_space_of(&xop, &osp, ost)) {
+            was = *b;
+            if (!permute_builder(b, &osp)) {
+                b->locked = 1;
+                if (add_op(b, items, idx, &xop, row) < 0)
+                    return -1;
+                *b = was;
+            }
+        }
+    }
     return add_op(b, items, idx, &xop, row);
 }
 
@@ -330,7 +387,8 @@ static int add_op(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx,
     /* a row group's space is [K, M], before and after every op */
     if (isred && (sp.nd != 2 || sp.size[0] != op->it.size[0]))
         return TCF_FUSER_ROWS;
-    if (k && b->red && (sp.nd != b->sp.nd || memcmp(sp.size, b->sp.size, sizeof sp.size)))
+    if (k && (b->red || b->locked) &&
+        (sp.nd != b->sp.nd || memcmp(sp.size, b->sp.size, sizeof sp.size)))
         return TCF_FUSER_SHAPE;
     /* Every view over the (maybe finer) space: the group's so far, and this op's. */
     for (unsigned r = 0; r < nraw; r++)
