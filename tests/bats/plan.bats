@@ -114,13 +114,14 @@ EOF
     grep -q '^    |   for (unsigned j = g; j < a.num_inputs; j += TCF_G) {$' "$T/out"
     # the last norm's cast writes into the block of the float x it reads, through another
     # view: the row group ends before it, and the cast and weight * are an N-d group
-    grep -Eq '^  group 6: items 40-41, 2 ops, .*vec 4.*space 2048x8192$' "$T/plan"
+    grep -Eq '^  group 5: items 40-41, 2 ops, .*vec 4.*space 2048x8192$' "$T/plan"
     # q * cos, rotate_half's cat and its `* sin` are one group, the negation of half of q
-    # (item 18) stepped over (vec 1: the cat picks its input per element); the KV cache's
-    # two cats one copy kernel
-    grep -Eq '^  group 1: items 17-20, 3 ops, .*vec 1.*space 128x16x128x16x4$' "$T/plan"
+    # (item 18) stepped over (vec 1: the cat picks its input per element), walked in the
+    # cat's order ([D, S, H, B]: q * cos, walked in q's, turns); k's sum and the KV cache's
+    # two cats one kernel
+    grep -Eq '^  group 1: items 17-20, 3 ops, .*vec 1.*space 128x2048x16x4$' "$T/plan"
     grep -qx '    op 1 (item 19): CAT bf16 n=16777216 in buf3,buf4 -> buf5' "$T/plan"
-    grep -Eq '^  group 4: items 27-28, 2 ops, .*vec 8.*space 128x2048x16x4$' "$T/plan"
+    grep -Eq '^  group 3: items 26-28, 3 ops, .*vec 8.*space 128x2048x16x4$' "$T/plan"
 }
 
 @test "plan: --compile compiles each group for sm_90 (skipped without NVRTC)" {
@@ -172,17 +173,20 @@ EOF
     [ "$any" -eq 1 ] || skip "no tests/fixtures/trace-*.jsonl yet"
 }
 
-@test "plan: Llama's q * cos fuses with rotate_half's cat and * sin, the negation of half of q stepped over" {
+@test "plan: Llama's rotary embedding of q and k and the KV cache's cats are one kernel, the negations stepped over" {
     # recorded in fuse mode (frees visible), bench/programs/hf.py llama --layers 2
     split "$TCFUSE" plan --window 95 tests/fixtures/trace-hf-llama-fuse.jsonl
     [ "$status" -eq 0 ]
-    # items 9 (q * cos), 13 (cat), 16 (* sin); item 11, the negation, runs before them
-    grep -q '^  group 0: items 9-16, 3 ops, n=16777216, .*1 stores dropped' "$T/out"
+    # items 9 (q * cos), 13 (cat), 16 (* sin), 19 (their sum, which walks q's order: it
+    # joins walked in the group's); k's the same (23-33), its sum stored only by the cache's
+    # cat (39); the negations of half of q and of k run before the kernel
+    grep -q '^  group 0: items 9-41, 10 ops, n=16777216, .*7 stores dropped' "$T/out"
     grep -q '^    op 0 (item 9): MUL bf16 ' "$T/out"
     grep -q '^    op 1 (item 13): CAT bf16 .* -> -$' "$T/out"
     grep -q '^    op 2 (item 16): MUL bf16 n=16777216 in op1,' "$T/out"
-    # k's chain fuses the same way, after q's sum (which reads its product through another view)
-    grep -q '^  group 1: items 19-30, 4 ops' "$T/out"
+    grep -q '^    op 3 (item 19): ADD bf16 n=16777216 in op0,op2 -> buf' "$T/out"
+    grep -q '^    op 7 (item 33): ADD bf16 n=16777216 in op4,op6 -> -$' "$T/out"
+    grep -q '^    op 8 (item 39): CAT bf16 n=16777216 in op7 -> buf' "$T/out"
     grep -Eq '^  not fused: .*size-differs' "$T/out"
 }
 

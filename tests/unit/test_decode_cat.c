@@ -147,12 +147,13 @@ TEST(counts_by_variant_and_reason)
     /* GPT-2 (8 + 8) and Llama's (8 + 4) KV-cache cats, Llama's rotate_half (8 + 8) and
      * rotary table (2 + 2), the training step's 2-input aligned cat; its 3- and 28-input
      * cats; GPT-2's int64 position cats; the fuse-mode Llama trace's 16 KV-cache cats, 16
-     * rotate_half and 4 rotary-table cats */
-    CHECK_EQ_INT(nls, 93);
-    CHECK_EQ_INT(ok, 85);
+     * rotate_half and 4 rotary-table cats; the 2-layer fuse-mode trace's 12 KV-cache, 12
+     * rotate_half and 3 rotary-table cats (3 forwards) */
+    CHECK_EQ_INT(nls, 120);
+    CHECK_EQ_INT(ok, 112);
     CHECK_EQ_INT(aligned, 1);
-    CHECK_EQ_INT(one, 44);
-    CHECK_EQ_INT(two, 41);
+    CHECK_EQ_INT(one, 56);
+    CHECK_EQ_INT(two, 56);
     CHECK_EQ_INT(st[TCF_DECODE_CAT_INPUTS], 6);
     CHECK_EQ_INT(st[TCF_DECODE_UNSUPPORTED_DTYPE], 2);
 }
@@ -195,7 +196,7 @@ TEST(rotate_half_fields)
         CHECK_EQ_INT(op.it.stride[2][1], 2 * 16 * D);
         CHECK_EQ_INT(op.it.stride[2][2], 2 * D);
     }
-    CHECK_EQ_INT(seen, 32);   /* 16 in each Llama trace */
+    CHECK_EQ_INT(seen, 44);   /* 16 in each 8-layer Llama trace, 12 in the 2-layer one */
 }
 
 /* Sizes of op's dims at verification's smaller problem (as exec/verify.c gets them). */
