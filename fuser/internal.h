@@ -38,12 +38,12 @@ typedef struct {
                                  * neighbours': group.c) */
     uint32_t        rowops;     /* ops per row (after the reduction) */
     uint32_t        K, M;       /* red: the row length and the row count */
-    /* What ops stepped over wrote, where they wrote every byte of their extent: a group
-     * op reading there later reads their result, not a dead buffer's dropped store. */
     /* An op joined walked in the group's order, or the group turned to a cat's: from
      * then on the space is fixed (no finer one), so that verification can tell each
      * original's dims from their sizes (tcf_fuser_op_sizes). */
     uint8_t         locked;
+    /* What ops stepped over wrote, where they wrote every byte of their extent: a group
+     * op reading there later reads their result, not a dead buffer's dropped store. */
     uint8_t         nsw;
     uint64_t        sw_beg[4], sw_end[4];
     uint16_t        item[TCF_GROUP_MAX_OPS];
