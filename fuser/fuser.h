@@ -13,7 +13,9 @@
  *   no bytes the group wrote before it and writes no bytes the group touched before it
  *   (dead buffers included): such an op runs as issued at its place, before the group's
  *   kernel, so the group's earlier ops in effect move after it, which nothing they touch
- *   can tell. The rotary embedding's `q * cos`, `-q[..., d/2:]` (half the space), `cat`,
+ *   can tell. A block the group freed and never loads is not touched by the kernel (its
+ *   store is dropped): a stepped op may write there, and a later op of the group may read
+ *   what it wrote when it wrote every byte of its extent. The rotary embedding's `q * cos`, `-q[..., d/2:]` (half the space), `cat`,
  *   `* sin`, `+` fuses that way, the negation stepped over. When nothing joins after a
  *   stepped op, the group ends before it and planning resumes there.
  * - Iteration spaces (space.c): a contiguous op's is [n]; a strided op's (PyTorch's
@@ -24,6 +26,15 @@
  *   operand's strides split over them. A contiguous op in a group with a strided one is
  *   that op with contiguous strides over the group's space. A group of contiguous ops only
  *   keeps the 1-D kernel (ndim 0).
+ * - One tensor walked in two orders: a strided op whose dims are the group's in another
+ *   order (each size found once) joins walked in the group's order, its dims and every
+ *   operand's strides moved with them, before it is tried as it is (the rotary
+ *   embedding's `q * cos` walks q's memory order, [D, H, S, B], the rest [D, S, H, B]).
+ *   A cat is never walked in another order (its input is picked along its dim): a group
+ *   of strided elementwise ops before it turns to the cat's order instead. Such a group
+ *   keeps its space from then on (no finer one), so that verification's smaller problem
+ *   can give each original's dims their group dims' sizes (tcf_fuser_op_sizes). An
+ *   elementwise op computes each element alone: the order changes no bit.
  * - Buffers are views: base pointer, dtype and byte strides over the group's space. Two
  *   operands with equal views are the same buffer (every element touches the same bytes
  *   in both). Views whose extents ([ptr, ptr + largest offset + element size)) are
