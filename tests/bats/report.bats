@@ -338,14 +338,15 @@ EOF
     sed -n '/^kernels left/,$p' "$T/out" >"$T/left"
     cat "$T/cov" "$T/left"
     # strided and broadcast launches plan into N-d groups and row groups (RMSNorm's tails,
-    # `q * cos` with rotate_half's cat and its `* sin`, the negation stepped over); the
-    # others have no neighbour they can join
-    grep -Eq '^  elementwise-strided +52 +52 +34$' "$T/cov"
+    # `q * cos` with rotate_half's cat and its `* sin`, the negation stepped over, q's sum
+    # walked in the cat's order); the others have no neighbour they can join
+    grep -Eq '^  elementwise-strided +52 +52 +38$' "$T/cov"
     grep -Eq '^  gemm +32 +0 +0  32 not-elementwise$' "$T/cov"
     grep -Eq '^  reduce +10 +10 +9$' "$T/cov"                 # each RMSNorm's mean in its row group
-    # rotate_half's with `* sin`, the KV cache's two as one copy, the rotary table's with
-    # its cos, sin, scales and casts
-    grep -Eq '^  cat +18 +18 +17$' "$T/cov"
+    # rotate_half's with `* sin`, the KV cache's key cat with k's sum, the rotary table's
+    # with its cos, sin, scales and casts; the value cache's cat, whose source block this
+    # trace's allocator (frees not visible) hands out again inside the group, alone
+    grep -Eq '^  cat +18 +18 +15$' "$T/cov"
     grep -Eq '^  elementwise +56 +54 +37  2 unsupported-dtype$' "$T/cov"
     grep -Eq '^  copy-cast +28 +26 +23  2 unsupported-dtype$' "$T/cov"
     # every launch is in exactly one family: the rows add up to the trace's launches
