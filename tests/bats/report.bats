@@ -353,12 +353,13 @@ EOF
     total=$(awk 'NR > 2 { s += $2 } END { print s }' "$T/cov")
     [ "$total" -eq 204 ]
     # the kernels left as issued, most first: the GEMMs, then the negation rotate_half
-    # steps over (its space differs from the group's), then the residual adds over views
-    # that overlap what the group wrote; each row's left is its launches less its fused
+    # steps over (its space differs from the group's), then the casts with no neighbour
+    # (the rotary embedding's sums over views now join walked in the group's order); each
+    # row's left is its launches less its fused
     [ "$(sed -n 3p "$T/left" | awk '{ print $1, $2, $3, $4, $5, $6 }')" = \
       "28 28 0 0 not-elementwise nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT" ]
     sed -n 4p "$T/left" | grep -Eq '^ +8 +8 +8 +0  size-differs +.*neg_kernel_cuda'
-    sed -n 5p "$T/left" | grep -Eq '^ +5 +8 +8 +3  overlap +.*CUDAFunctor_add<BFloat16>'
+    sed -n 5p "$T/left" | grep -Eq '^ +5 +14 +12 +9  alone +.*direct_copy_kernel_cuda'
     grep -Eq '^ +4 +4 +4 +0  alone +at::native::vectorized_elementwise_kernel<8, silu_kernel' "$T/left"
     [ "$(awk 'NR > 2 && $1 != $2 - $4' "$T/left")" = "" ]
     [ "$(awk 'NR > 2' "$T/left" | wc -l)" -eq 10 ]   # --top, 10 by default
