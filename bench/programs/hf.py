@@ -214,7 +214,10 @@ def main():
             if getattr(ev, "time_range", None) is not None:
                 spans.append((ev.time_range.start, ev.time_range.end))
             if kf:
-                kf.write(json.dumps({"name": ev.name, "us": us}) + "\n")
+                row = {"name": ev.name, "us": us}
+                if getattr(ev, "time_range", None) is not None:   # where the GPU waited
+                    row["start_us"] = ev.time_range.start
+                kf.write(json.dumps(row) + "\n")
             fam = families.family(ev.name)
             n, t, names = rows.get(fam, (0, 0.0, {}))
             names[ev.name] = names.get(ev.name, 0.0) + us
