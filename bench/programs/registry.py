@@ -44,6 +44,12 @@ PROGRAMS = {
     "libtorch-block": {"host": "libtorch", "build": "libtorch_block",
                        "args": ["build/programs/libtorch_block", "--iters", "200", "--warmup", "20"],
                        "trace": ["--iters", "1", "--warmup", "1"]},
+    # The same binary at one sequence of 32 tokens: launch-bound (the host issues a
+    # launch in less time than libtorch spends on the op), the closed binary replay is for.
+    "libtorch-1x32": {"host": "libtorch", "build": "libtorch_block",
+                      "args": ["build/programs/libtorch_block", "--batch", "1", "--seq", "32",
+                               "--iters", "200", "--warmup", "20"],
+                      "trace": ["--iters", "1", "--warmup", "1"]},
     # Plain CUDA C, a thousand tiny kernels of its own per iteration.
     "smallk": {"host": "cuda", "build": "smallk",
                "args": ["build/programs/smallk", "--iters", "200", "--warmup", "20"],
