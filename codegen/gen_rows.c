@@ -265,6 +265,47 @@ static void tcf_rows_quad(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_r
         }
 }
 
+/* The row pass of a sum, mean, amax or amin group: every element of the row, thread g
+ * taking j = g, g + TCF_G, ... As four elements a step (TCF_RP of them, TCF_G apart, so
+ * each load of the warp stays contiguous): every element's loads first, into registers,
+ * then the four chains, then the stores. One element at a time, a store could alias the
+ * next element's loads (all are char-addressed), so each step would wait for its loads
+ * alone; the four chains are the same code, and no element reads what another stores
+ * (the planner's overlap rule), so the order changes no bit. The rest one at a time. */
+static void tcf_rows_pass(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_rows_io_t *io,
+                          const char *z)
+{
+    int stored[TCF_GROUP_MAX_BUFS] = { 0 };
+    for (unsigned k = 0; k < g->nops; k++) {
+        const tcf_gop_t *op = &g->ops[k];
+        if (op->out_buf != TCF_NO_STORE && io->writer[op->out_buf] == (int)k && !tcf_rows_rowval(g, io, k))
+            stored[op->out_buf] = 1;
+    }
+    tcf_codegen_put(b, "%s  unsigned j0 = g;\n"
+                       "  for (; j0 + (TCF_RP - 1) * TCF_G < a.num_inputs; j0 += TCF_RP * TCF_G) {\n", z);
+    for (unsigned u = 0; u < g->nbufs; u++) {
+        const char *t = tcf_codegen_ctype(g->buf_dt[u]);
+        if (io->loaded[u])   /* the compiler drops those the chains never read */
+            tcf_codegen_put(b, "    %s L%u[TCF_RP];\n#pragma unroll\n    for (unsigned e = 0; e < TCF_RP; e++) "
+                               "L%u[e] = *(const %s *)TCF_AT(%u, j0 + e * TCF_G);\n", t, u, u, t, u);
+        if (stored[u])
+            tcf_codegen_put(b, "    %s S%u[TCF_RP];\n", t, u);
+    }
+    tcf_codegen_put(b, "#undef TCF_LD\n#undef TCF_ST\n#define TCF_LD(T, b) (L##b[e])\n#define TCF_ST(T, b) S##b[e]\n"
+                       "#pragma unroll\n    for (unsigned e = 0; e < TCF_RP; e++) {\n");
+    tcf_rows_chain(b, g, io, TCF_PASS_ROW, 0, "      ");
+    tcf_codegen_put(b, "    }\n#undef TCF_LD\n#undef TCF_ST\n"
+                       "#define TCF_LD(T, b) (*(const T *)TCF_AT(b, j))\n#define TCF_ST(T, b) (*(T *)TCF_AT(b, j))\n");
+    for (unsigned u = 0; u < g->nbufs; u++)
+        if (stored[u])
+            tcf_codegen_put(b, "#pragma unroll\n    for (unsigned e = 0; e < TCF_RP; e++) "
+                               "*(%s *)TCF_AT(%u, j0 + e * TCF_G) = S%u[e];\n",
+                            tcf_codegen_ctype(g->buf_dt[u]), u, u);
+    tcf_codegen_put(b, "  }\n  for (unsigned j = j0; j < a.num_inputs; j += TCF_G) {\n");
+    tcf_rows_chain(b, g, io, TCF_PASS_ROW, 0, "    ");
+    tcf_codegen_put(b, "  }");
+}
+
 int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
 {
     tcf_rows_io_t io;
@@ -280,7 +321,9 @@ int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
     tcf_codegen_put(&h, "/* row group: %u ops, the reduction op %u */\n"
                      "static_assert(sizeof(tcf_rargs) == 544, \"tcf_rows_args_t layout\");\n"
                      "#define TCF_AT(b, j) (a.xbuf[b] + (unsigned)((unsigned)(j) * a.xst[b][0] + "
-                     "r.row * a.xst[b][1]))\n", g->nops, io.R);
+                     "r.row * a.xst[b][1]))\n"
+                     "enum : unsigned { TCF_RP = 4 };   /* the row pass's elements a step */\n",
+                     g->nops, io.R);
     if (tcf_red_norm(g->rs.op))
         tcf_rows_quad_macros(&h, g);
     else
@@ -333,9 +376,7 @@ int tcf_codegen_rows_source(const tcf_group_t *g, char *buf, size_t cap)
     tcf_rows_chain(&p, g, &io, TCF_PASS_PRO, 0, "  ");
     tcf_codegen_put(&e, "%s  const unsigned j = 0;   /* per-row buffers are broadcast along the row */\n", z);
     tcf_rows_chain(&e, g, &io, TCF_PASS_EPI, 0, "  ");
-    tcf_codegen_put(&r, "%s  for (unsigned j = g; j < a.num_inputs; j += TCF_G) {\n", z);
-    tcf_rows_chain(&r, g, &io, TCF_PASS_ROW, 0, "    ");
-    tcf_codegen_put(&r, "  }");
+    tcf_rows_pass(&r, g, &io, z);
     int len = -1;
     if (!h.bad && !p.bad && !e.bad && !r.bad) {
         tcf_reduce_splice_t sp = { .prologue = pro, .epilogue = epi, .row_pass = rowp,

@@ -179,7 +179,16 @@ TEST(llama_rmsnorm_is_one_row_group)
         CHECK(pro && epi && rp && pro < epi && epi < rp);
         CHECK(pro && strstr(pro, "return t2;") && strstr(pro, "return t2;") < epi);
         CHECK(epi && strstr(epi, "const float t3 = tcf_fbar(v, z);") < rp);
-        CHECK(rp && strstr(rp, "for (unsigned j = g; j < a.num_inputs; j += TCF_G)"));
+        /* four elements a step, TCF_G apart: their loads, the chains, then their stores;
+         * the rest one at a time */
+        const char *step = rp ? strstr(rp, "for (; j0 + (TCF_RP - 1) * TCF_G < a.num_inputs; "
+                                           "j0 += TCF_RP * TCF_G)") : NULL;
+        const char *ld = step ? strstr(step, "L0[e] = *(const tcf_b *)TCF_AT(0, j0 + e * TCF_G);") : NULL,
+                   *chain = step ? strstr(step, "TCF_ST(tcf_b, 2) = t0;") : NULL,
+                   *st = step ? strstr(step, "*(tcf_b *)TCF_AT(2, j0 + e * TCF_G) = S2[e];") : NULL,
+                   *rest = step ? strstr(step, "for (unsigned j = j0; j < a.num_inputs; j += TCF_G)") : NULL;
+        CHECK(step && ld && chain && st && rest && ld < chain && chain < st && st < rest);
+        CHECK(rest && strstr(rest, "TCF_ST(tcf_b, 2) = t0;"));
         CHECK(rp && strstr(rp, "TCF_ST(tcf_b, 2) = t0;") && strstr(rp, "TCF_ST(float, 3) = t1;"));
         CHECK(epi && strstr(epi, "TCF_ST(float, 3)") > rp);   /* no element store per row */
         CHECK(strstr(src, "__launch_bounds__(") != NULL);
