@@ -86,7 +86,8 @@ def main():
     ap.add_argument("--census", action="store_true")
     ap.add_argument("--kernels", metavar="FILE",
                     help="with --census, also write every GPU kernel of the profiled iteration, "
-                         "in order, as JSON lines {name, us} (to compare two runs kernel by kernel)")
+                         "in order, as JSON lines {name, us, start_us} (to compare two runs kernel "
+                         "by kernel, and to see where the GPU waited)")
     ap.add_argument("--attn", choices=["sdpa", "eager"],
                     help="llama-train's attention (eager: plain matmuls and softmax, whose "
                          "backward is deterministic; SDPA's flash backward is not)")
