@@ -111,7 +111,9 @@ EOF
     # its prologue, the per-row ops once a row, the broadcast consumers in a second pass
     grep -q '^    | extern "C" __global__ void __launch_bounds__(512) tcf_reduce(const tcf_rargs a) {$' "$T/out"
     grep -q '^    | __forceinline__ tcf_in tcf_pro(const tcf_rargs &a, const tcf_row &r, unsigned j) {$' "$T/out"
-    grep -q '^    |   for (unsigned j = g; j < a.num_inputs; j += TCF_G) {$' "$T/out"
+    # (four elements a step, their loads before their chains; the rest one at a time)
+    grep -qxF '    |   for (; j0 + (TCF_RP - 1) * TCF_G < a.num_inputs; j0 += TCF_RP * TCF_G) {' "$T/out"
+    grep -qxF '    |   for (unsigned j = j0; j < a.num_inputs; j += TCF_G) {' "$T/out"
     # the last norm's cast writes into the block of the float x it reads, through another
     # view: the row group ends before it, and the cast and weight * are an N-d group
     grep -Eq '^  group 5: items 40-41, 2 ops, .*vec 4.*space 2048x8192$' "$T/plan"
