@@ -486,6 +486,17 @@ def main():
               sorted(r["variant"] for r in res) == ["eager", "full", "fuse", "fuse-cold"] and
               caches["fuse"] == caches["full"] == ["tcfuse:   (fake) cache one"],
               "run-all one cache", out[-800:] + repr(caches))
+        # ... and for each library: another build's kernels are other sources, not in the
+        # cache the first build filled (its first measured run would compile them)
+        other = os.path.join(d, "other.so")
+        open(other, "w").close()
+        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,fuse,full,fx",
+                     "--as", "fx=fuse", "--lib", "fx=" + other, "--out", os.path.join(d, "ol"),
+                     "--fill", "--one-cache")
+        res = json.load(open(os.path.join(d, "ol", "results.json")))["results"]
+        check(rc == 0 and "fuse-fill rc 0" in out and "fx-fill   rc 0" in out and "full-fill" not in out and
+              sorted(r["variant"] for r in res) == ["eager", "full", "fuse", "fuse-cold", "fx", "fx-cold"],
+              "run-all one cache, two libraries", out[-800:])
         # A program of two GPUs (torchrun's ranks) is not run on a machine of one, and is
         # started through torchrun where there are two.
         rc, out = ra("--fake", "--programs", "llama-ddp,smallk", "--repeats", "1", "--variants", "eager,fuse",
