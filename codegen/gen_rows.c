@@ -221,6 +221,20 @@ static void tcf_rows_quad_macros(tcf_codegen_sb_t *h, const tcf_group_t *g)
     }
 }
 
+/* The buffers the row pass stores (tcf_rows_chain's element stores): each buffer's last
+ * writer, when that op's value is an element's, not a row's. */
+static void tcf_rows_pass_stores(const tcf_group_t *g, const tcf_rows_io_t *io, int *stored)
+{
+    for (unsigned u = 0; u < g->nbufs; u++)
+        stored[u] = 0;
+    for (unsigned k = 0; k < g->nops; k++) {
+        const tcf_gop_t *op = &g->ops[k];
+        if (op->out_buf != TCF_NO_STORE && io->writer[op->out_buf] == (int)k &&
+            !tcf_rows_rowval(g, io, k))
+            stored[op->out_buf] = 1;
+    }
+}
+
 /* The body of one of a norm's four-element functions (reduce.h): the packs it loads (every
  * packed buffer the group loads: the compiler drops those a chain never reads) and, for
  * the epilogue, the packs it stores; the chain for each element e of the four, j = j0 + e;
@@ -230,11 +244,8 @@ static void tcf_rows_quad(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_r
 {
     int stored[TCF_GROUP_MAX_BUFS] = { 0 };
     tcf_codegen_put(b, "%s", z);
-    for (unsigned k = 0; pass == TCF_PASS_ROW && k < g->nops; k++) {
-        const tcf_gop_t *op = &g->ops[k];
-        if (op->out_buf != TCF_NO_STORE && io->writer[op->out_buf] == (int)k)
-            stored[op->out_buf] = 1;
-    }
+    if (pass == TCF_PASS_ROW)
+        tcf_rows_pass_stores(g, io, stored);
     for (unsigned u = 0; u < g->nbufs; u++) {
         const char *t = tcf_codegen_ctype(g->buf_dt[u]);
         unsigned al = 4 * tcf_dtype_size(g->buf_dt[u]);
@@ -275,12 +286,8 @@ static void tcf_rows_quad(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_r
 static void tcf_rows_pass(tcf_codegen_sb_t *b, const tcf_group_t *g, const tcf_rows_io_t *io,
                           const char *z)
 {
-    int stored[TCF_GROUP_MAX_BUFS] = { 0 };
-    for (unsigned k = 0; k < g->nops; k++) {
-        const tcf_gop_t *op = &g->ops[k];
-        if (op->out_buf != TCF_NO_STORE && io->writer[op->out_buf] == (int)k && !tcf_rows_rowval(g, io, k))
-            stored[op->out_buf] = 1;
-    }
+    int stored[TCF_GROUP_MAX_BUFS];
+    tcf_rows_pass_stores(g, io, stored);
     tcf_codegen_put(b, "%s  unsigned j0 = g;\n"
                        "  for (; j0 + (TCF_RP - 1) * TCF_G < a.num_inputs; j0 += TCF_RP * TCF_G) {\n", z);
     for (unsigned u = 0; u < g->nbufs; u++) {
