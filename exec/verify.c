@@ -589,8 +589,9 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
             cmp[bi[b]] = off[bi[b]] + bytes;
     }
     rc = 0;
+    uint8_t compared[TCF_MAX_ADDR] = { 0 };   /* a region once, whatever views it stores */
     for (uint8_t b = 0; b < job->g.nbufs && rc == 0; b++) {
-        if (!stored[b])
+        if (!stored[b] || compared[bi[b]]++)
             continue;
         uint32_t i = bi[b];
         unsigned writers = 0;   /* a block two originals write: one of them is dead */
