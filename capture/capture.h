@@ -77,13 +77,15 @@ void tcf_capture_count_kernel(struct tcf_kernel *k, CUresult rc);
  * _ptsz entry point (stream 0 then means the per-thread default stream). Exactly one of
  * params/extra is used, as the driver would. attrs: cuLaunchKernelEx's (kept with the
  * launch: they are part of what a replay must launch), or NULL. w: the launch's window
- * when the caller already found it (tcf_window_for), else NULL. */
+ * when the caller already found it (tcf_window_for), else NULL; k: f's kernel when the
+ * caller already looked it up (tcf_kernel_get), else NULL. */
 void tcf_capture_launch(tcf_via_t via, CUfunction f,
                         unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz,
                         unsigned smem, CUstream stream, int ptds,
                         void **params, void **extra, const CUlaunchAttribute *attrs,
-                        unsigned nattrs, CUresult rc, struct tcf_window *w);
+                        unsigned nattrs, CUresult rc, struct tcf_window *w,
+                        struct tcf_kernel *k);
 
 /* Memory: `call` is the driver entry point's name (a static string). stream is NULL and
  * has_stream 0 for the synchronous forms. */

@@ -452,12 +452,15 @@ void tcf_capture_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, u
                         unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                         int ptds, void **params, void **extra,
                         const CUlaunchAttribute *attrs, unsigned nattrs, CUresult rc,
-                        tcf_window_t *w)
+                        tcf_window_t *w, tcf_kernel_t *k)
 {
     if (!atomic_load_explicit(&tcf_live, memory_order_relaxed))
         return;
     tcf_capture_exit_hook();
-    tcf_kernel_t *k = tcf_count_launch(f, rc);
+    if (k)
+        tcf_count_kernel_launch(k, rc);
+    else
+        k = tcf_count_launch(f, rc);
     if (!w)
         w = tcf_window_for(stream, ptds);
     if (!w)

@@ -323,11 +323,11 @@ int tcf_exec_ahead_keeps(const tcf_window_t *w, uint64_t ptr, uint64_t size)
 }
 
 int tcf_exec_ahead_launch_ex(CUfunction f, const CUlaunchConfig *config, void **params,
-                             void **extra, CUresult *rc)
+                             void **extra, CUresult *rc, tcf_kernel_t **kout)
 {
     if (!tcf_cfg.ahead || !config || !tcf_exec_holding())
         return 0;
-    tcf_kernel_t *k = tcf_kernel_get(f);
+    tcf_kernel_t *k = *kout = tcf_kernel_get(f);
     const tcf_launch_t l = { .via = TCF_VIA_LAUNCH_EX, .stream = config->hStream, .k = k,
                              .grid = { config->gridDimX, config->gridDimY, config->gridDimZ },
                              .block = { config->blockDimX, config->blockDimY,

@@ -73,13 +73,14 @@ void tcf_exec_order(CUstream stream);
  * memset of `bytes` at dst on stream (not _ptsz): the window, locked, when it may; the
  * caller issues it and hands its result to tcf_exec_ahead_memset, which records it and
  * unlocks. NULL: order it with tcf_exec_order. A cuLaunchKernelEx (not _ptsz): 1 when exec
- * issued it ahead and recorded it (the wrapper returns *rc), 0 otherwise. */
+ * issued it ahead and recorded it (the wrapper returns *rc), 0 otherwise, with *kout the
+ * kernel when exec looked it up (the wrapper's capture then need not). */
 struct tcf_window *tcf_exec_ahead_range(CUstream stream, uint64_t dst, uint64_t bytes);
 void tcf_exec_ahead_memset(struct tcf_window *w, const char *call, CUdeviceptr dst,
                            unsigned value, unsigned elem, size_t count, CUstream stream,
                            CUresult rc);
 int tcf_exec_ahead_launch_ex(CUfunction f, const CUlaunchConfig *config, void **params,
-                             void **extra, CUresult *rc);
+                             void **extra, CUresult *rc, struct tcf_kernel **kout);
 
 /* capture's upward table (capture.h). flush: issues the window's held work by its plan
  * and plans what ran as issued, to learn its kernels (w locked). stop: at exit, drops held

@@ -70,7 +70,7 @@ static inline int tcf_replaying(void)
             tcf_capture_count(f, rc);                                                    \
         else if (tcf_on())                                                               \
             tcf_capture_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem, stream,  \
-                               ptds, params, extra, NULL, 0, rc, win);                   \
+                               ptds, params, extra, NULL, 0, rc, win, kq);               \
         return rc;                                                                       \
     }                                                                                    \
     TCF_EXPORT(abi)
@@ -82,6 +82,7 @@ static inline int tcf_replaying(void)
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
         struct tcf_window *win = NULL;                                                   \
+        struct tcf_kernel *kq = NULL;   /* f's kernel, where ahead.c looked it up */      \
         int quiet = 0;                                                                   \
         if (tcf_replaying() && config) {                                                 \
             CUresult held_rc;                                                            \
@@ -96,7 +97,7 @@ static inline int tcf_replaying(void)
             quiet = r_ == 2;                                                             \
         } else if (tcf_fusing() && !(ptds)) {                                            \
             CUresult ahead_rc;                                                           \
-            if (tcf_exec_ahead_launch_ex(f, config, params, extra, &ahead_rc))           \
+            if (tcf_exec_ahead_launch_ex(f, config, params, extra, &ahead_rc, &kq))      \
                 return ahead_rc;   /* issued ahead of held work, and recorded */         \
         }                                                                                \
         TCF_HOLD_OTHER(config ? config->hStream : NULL)                                  \
@@ -108,7 +109,7 @@ static inline int tcf_replaying(void)
                                config->gridDimZ, config->blockDimX, config->blockDimY,   \
                                config->blockDimZ, config->sharedMemBytes,                \
                                config->hStream, ptds, params, extra, config->attrs,      \
-                               config->numAttrs, rc, win);                               \
+                               config->numAttrs, rc, win, kq);                           \
         return rc;                                                                       \
     }                                                                                    \
     TCF_EXPORT(abi)
