@@ -21,15 +21,21 @@ setup() {
 # worker allocates verification's scratch on its own stream)
 driver_allocs() { grep -c '^cuMemAllocAsync .* stream=0x0 ' "$1" || true; }
 
-@test "frees: a held free's block goes to the next allocation of its size on its stream" {
-    need_nvrtc
-    base plain "$PROGS/fusechain" 4 async
+# fusechain run plain (every launch touching live memory only), then in fuse mode with
+# every compile waited for: both end well and print the same (the test checks the rest)
+plain_then_fused() {
+    base plain "$PROGS/fusechain" "$@"
     [ "$status" = 0 ]
     run -0 python3 "$BATS_TEST_DIRNAME/stub_liveness.py" "$T/plain.log"
-    # every compile waited for: iteration 1 learns, 2-4 are fused and hand y's block to w
-    TCFUSE_MODE=fuse TCFUSE_COMPILE_WAIT=1 TCFUSE_STATS=1 tcf fuse "$PROGS/fusechain" 4 async
+    TCFUSE_MODE=fuse TCFUSE_COMPILE_WAIT=1 TCFUSE_STATS=1 tcf fuse "$PROGS/fusechain" "$@"
     [ "$status" = 0 ]
     same_text stdout "$T/plain.out" "$T/fuse.out"
+}
+
+@test "frees: a held free's block goes to the next allocation of its size on its stream" {
+    need_nvrtc
+    # every compile waited for: iteration 1 learns, 2-4 are fused and hand y's block to w
+    plain_then_fused 4 async
     expect_line "$T/fuse.err" '^tcfuse: +fused +3 groups'
     expect_line "$T/fuse.err" '^tcfuse: +held .* 3 frees \(3 handed to an allocation of their size\)'
     local p f
@@ -185,12 +191,7 @@ driver_frees() { grep -c '^cuMemFreeAsync .* stream=0x0 rc=0$' "$1" || true; }
 @test "frees: a GEMM and a memset go ahead of held work they do not touch; a learned kernel's input is kept from hand-over" {
     need_nvrtc
     export TCFUSE_REUSE=16M
-    base plain "$PROGS/fusechain" 6 ahead
-    [ "$status" = 0 ]
-    run -0 python3 "$BATS_TEST_DIRNAME/stub_liveness.py" "$T/plain.log"
-    TCFUSE_MODE=fuse TCFUSE_COMPILE_WAIT=1 TCFUSE_STATS=1 tcf fuse "$PROGS/fusechain" 6 ahead
-    [ "$status" = 0 ]
-    same_text stdout "$T/plain.out" "$T/fuse.out"
+    plain_then_fused 6 ahead
     cat "$T/fuse.err"   # shown when a check below fails
     # the up GEMM waits at the first iteration (mul's kernel learned) and goes ahead at the
     # other five, mul's input kept back; every memset goes ahead
