@@ -91,8 +91,8 @@ static int tcf_codegen_check(const tcf_group_t *g, tcf_codegen_io_t *io)
         const tcf_gop_t *op = &g->ops[k];
         if (tcf_codegen_op_check(op))
             return -1;
-        /* a two-input cat indexes the N-d space element by element (its loads are) */
-        if (tcf_codegen_cat2(op) && (!g->ndim || g->vec != 1))
+        /* a two-input cat picks by the N-d space's index (at vec > 1, one pick a pack) */
+        if (tcf_codegen_cat2(op) && !g->ndim)
             return -1;
         io->cat2 |= tcf_codegen_cat2(op);
         for (unsigned i = 0; i < op->nin; i++) {
@@ -123,9 +123,10 @@ static int tcf_codegen_check(const tcf_group_t *g, tcf_codegen_io_t *io)
     }
     for (unsigned b = 0; b < g->nbufs; b++)
         io->guarded[b] = io->loaded[b] && !plain[b];
-    /* a buffer broadcast along dim 0 is loaded once for a whole pack: never stored */
+    /* a buffer broadcast along dim 0 is loaded once for a whole pack: never stored, nor
+     * a cat's input (loaded only where a cat picks it) */
     for (unsigned b = 0; g->ndim && g->vec > 1 && b < TCF_GROUP_MAX_BUFS; b++)
-        if ((g->bcast0 >> b & 1) && (b >= g->nbufs || io->writer[b] >= 0))
+        if ((g->bcast0 >> b & 1) && (b >= g->nbufs || io->writer[b] >= 0 || io->guarded[b]))
             return -1;
     return 0;
 }
@@ -197,7 +198,7 @@ static void tcf_codegen_elem(tcf_codegen_sb_t *b, const tcf_group_t *g, const tc
     tcf_codegen_put(b, "__forceinline__ void tcf_elem(const tcf_args &a%s",
                     io->cat2 ? ", const unsigned e" : "");
     for (unsigned u = 0; u < g->nbufs; u++) {
-        if (io->guarded[u])
+        if (io->guarded[u] && g->vec == 1)
             tcf_codegen_put(b, ", const %s *g%u", tcf_codegen_ctype(g->buf_dt[u]), u);
         else if (io->loaded[u])
             tcf_codegen_put(b, ", %s l%u", tcf_codegen_ctype(g->buf_dt[u]), u);
@@ -222,7 +223,7 @@ static void tcf_codegen_elem(tcf_codegen_sb_t *b, const tcf_group_t *g, const tc
             else if (wsofar[s] >= 0)
                 snprintf(arg[i], sizeof arg[i], "t%d", wsofar[s]);
             else
-                snprintf(arg[i], sizeof arg[i], io->guarded[s] ? "(*g%u)" : "l%u", s);
+                snprintf(arg[i], sizeof arg[i], io->guarded[s] && g->vec == 1 ? "(*g%u)" : "l%u", s);
             src[i] = arg[i];
         }
         if (op->kind == TCF_OP_CAT) {
@@ -314,6 +315,25 @@ static void tcf_codegen_kernel(tcf_codegen_sb_t *b, const tcf_group_t *g,
     tcf_codegen_put(b, "    }\n  }\n}\n");
 }
 
+/* The condition under which some two-input cat of g picks buffer u (loaded, never yet
+ * written), for a pack whose first index is i: the terms "i % P < T" (input 0) or its
+ * negation (input 1), or-ed. */
+static void tcf_codegen_picks(tcf_codegen_sb_t *b, const tcf_group_t *g, unsigned u)
+{
+    unsigned terms = 0;
+    for (unsigned k = 0; k < g->nops; k++) {
+        const tcf_gop_t *op = &g->ops[k];
+        for (unsigned i = 0; tcf_codegen_cat2(op) && i < 2; i++)
+            if (op->in_src[i] == u)
+                tcf_codegen_put(b, "%s%s(i %% a.c.s[%u] < a.c.s[%u])", terms++ ? " || " : "",
+                                i ? "!" : "", op->scalar_arg[0], op->scalar_arg[1]);
+        if (op->out_buf == u)
+            break;
+    }
+    if (!terms)
+        b->bad = 1;   /* not a cat's input: not guarded */
+}
+
 /* The N-d kernel (g->ndim > 0): a grid-stride loop over chunks of vec elements; each
  * chunk's index is decomposed once, innermost dim first, with PyTorch's IntDivider
  * arithmetic (q = (umulhi(r, m1) + r) >> shift, exact for r < 2^31); the outermost dim
@@ -367,7 +387,14 @@ static void tcf_codegen_kernel_nd(tcf_codegen_sb_t *b, const tcf_group_t *g,
         unsigned al = tcf_dtype_size(g->buf_dt[u]) * v;
         const char *ct = tcf_codegen_ctype(g->buf_dt[u]);
         al = al > 16 ? 16 : al;
-        if (io->loaded[u] && tcf_codegen_bcast(g, u))
+        if (io->guarded[u]) {
+            /* a cat's input: its pack is loaded where a cat picks it (the whole pack
+             * picks alike: the planner saw to it), else left zero and never read */
+            tcf_codegen_put(b, "    tcf_pack<%s, %u, %u> L%u = {};\n    if (", ct, v, al, u);
+            tcf_codegen_picks(b, g, u);
+            tcf_codegen_put(b, ") L%u = *(const tcf_pack<%s, %u, %u> *)(B%u + o%u);\n",
+                            u, ct, v, al, u, u);
+        } else if (io->loaded[u] && tcf_codegen_bcast(g, u))
             tcf_codegen_put(b, "    const %s S%u = *(const %s *)(B%u + o%u);\n", ct, u, ct, u, u);
         else if (io->loaded[u])
             tcf_codegen_put(b, "    const tcf_pack<%s, %u, %u> L%u = "
@@ -376,7 +403,9 @@ static void tcf_codegen_kernel_nd(tcf_codegen_sb_t *b, const tcf_group_t *g,
         if (io->writer[u] >= 0)
             tcf_codegen_put(b, "    tcf_pack<%s, %u, %u> P%u;\n", ct, v, al, u);
     }
-    tcf_codegen_put(b, "#pragma unroll\n    for (int j = 0; j < %u; j++)\n      tcf_elem(a.c", v);
+    /* a cat picks by the pack's first index, as every element of the pack would */
+    tcf_codegen_put(b, "#pragma unroll\n    for (int j = 0; j < %u; j++)\n      tcf_elem(a.c%s",
+                    v, io->cat2 ? ", i" : "");
     for (unsigned u = 0; u < g->nbufs; u++) {
         if (io->loaded[u])
             tcf_codegen_put(b, tcf_codegen_bcast(g, u) ? ", S%u" : ", L%u.v[j]", u);

@@ -578,10 +578,23 @@ static unsigned strided_vec(const tcf_fuser_build_t *b, const tcf_group_t *g,
                             uint16_t *bcast0)
 {
     unsigned v = 16 / maxes;
+    uint8_t catin[TCF_FUSER_RAW_MAX] = { 0 };   /* raw buffers a two-input cat reads */
     *bcast0 = 0;
-    /* a two-input cat picks its input per element: its loads are per element too */
-    if (b->sp.size[0] % v || b->cat2)
+    if (b->sp.size[0] % v)
         return 1;
+    /* A two-input cat picks its input by the element's index, e % P < T (op.h): where P
+     * and T are multiples of the pack (and the pack's first index one), every element of
+     * a pack picks the same input, and the kernel loads only that input's pack. */
+    for (unsigned k = 0; k < b->nops; k++) {
+        const tcf_op_t *op = &b->xop[k];
+        if (op->kind != TCF_OP_CAT || op->nin != 2)
+            continue;
+        if (op->s[0].bits % v || op->s[1].bits % v)
+            return 1;
+        for (unsigned i = 0; i < 2; i++)
+            if (!(b->src[k][i] & TCF_SRC_OP))
+                catin[b->src[k][i]] = 1;
+    }
     for (unsigned r = 0; r < b->nraw; r++) {
         const tcf_fuser_buf_t *x = &b->raw[r];
         unsigned es = tcf_dtype_size(x->dt), al = es * v > 16 ? 16 : es * v;
@@ -589,6 +602,9 @@ static unsigned strided_vec(const tcf_fuser_build_t *b, const tcf_group_t *g,
         if (slot[r] == TCF_NO_STORE)
             continue;
         if (x->st[0] == 0 && !stored) {
+            /* one element for the pack, loaded whatever the pick: not a cat's input */
+            if (catin[r])
+                return *bcast0 = 0, 1;
             *bcast0 |= (uint16_t)(1u << slot[r]);
             continue;
         }

@@ -571,10 +571,31 @@ TEST(cat_groups)
             CHECK(tcf_codegen_source(&g, src, sizeof src) > 0 && !strstr(src, "unsigned e"));
             gen(name, &g, &g, 90, 0);
         }
-    /* refused: a two-input cat in a packed or a contiguous kernel, or with one scalar */
+    /* packed (the planner found P and T multiples of 8): each input's pack is loaded
+     * where the pack's first index picks it, and the pick is by that index */
     tcf_group_t g = cat_group(B, 2, 2);
     g.vec = 8;
+    CHECK(tcf_codegen_source(&g, src, sizeof src) > 0);
+    CHECK(strstr(src, "const unsigned e, tcf_b l0, tcf_b l1, tcf_b l2") != NULL);
+    CHECK(strstr(src, "= e % a.s[0] < a.s[1] ? l0 : l1;") != NULL);
+    CHECK(strstr(src, "tcf_pack<tcf_b, 8, 16> L0 = {};\n    if ((i % a.c.s[0] < a.c.s[1])) L0 = ") != NULL);
+    CHECK(strstr(src, "if (!(i % a.c.s[0] < a.c.s[1])) L1 = ") != NULL);
+    CHECK(strstr(src, "tcf_elem(a.c, i, L0.v[j], L1.v[j], L2.v[j], P3.v[j]);") != NULL);
+    gen("cat2 * x bf16 2d vec8", &g, &g, 90, 80);
+    /* one buffer both inputs of two cats: loaded where either picks it */
+    g.nops = 3, g.nscalars = 4;
+    g.ops[2] = g.ops[0];
+    g.ops[2].in_src[0] = 1, g.ops[2].in_src[1] = TCF_SRC_OP | 1, g.ops[2].scalar_arg[0] = 2,
+    g.ops[2].scalar_arg[1] = 3, g.ops[2].out_buf = 3;
+    g.ops[1].out_buf = TCF_NO_STORE;
+    CHECK(tcf_codegen_source(&g, src, sizeof src) > 0);
+    CHECK(strstr(src, "if (!(i % a.c.s[0] < a.c.s[1]) || (i % a.c.s[2] < a.c.s[3])) L1 = ") != NULL);
+    gen("two cats bf16 2d vec8", &g, &g, 90, 0);
+    /* refused: a two-input cat's input broadcast along dim 0 in a packed kernel */
+    g = cat_group(B, 2, 2);
+    g.vec = 8, g.bcast0 = 2;
     CHECK_EQ_INT(tcf_codegen_source(&g, src, sizeof src), -1);
+    /* refused: a two-input cat in a contiguous kernel, or with one scalar */
     g = cat_group(B, 0, 2);
     CHECK_EQ_INT(tcf_codegen_source(&g, src, sizeof src), -1);
     g = cat_group(B, 2, 2);

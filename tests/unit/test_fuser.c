@@ -369,7 +369,7 @@ TEST(rotate_half_chain)
     CHECK_EQ_INT(plan.item_group[0], -1);
     CHECK_EQ_INT(plan.reasons[TCF_FUSER_SIZE], 1);
     CHECK(g->first == 1 && g->last == 3 && g->nitems == 3 && g->g.ndim >= 1);
-    CHECK_EQ_INT(g->g.vec, 1);   /* a two-input cat loads element by element */
+    CHECK_EQ_INT(g->g.vec, 8);   /* P 16, T 8: each pack of 8 picks one input */
     CHECK_EQ_INT(gop(0, 0)->kind, TCF_OP_CAT);
     CHECK_EQ_INT(gop(0, 0)->out_dt, TCF_DT_BF16);   /* OpaqueType<2> as its consumer's */
     CHECK_EQ_INT(gop(0, 0)->in_dt[1], TCF_DT_BF16);
@@ -384,7 +384,24 @@ TEST(rotate_half_chain)
     CHECK(!memcmp(&a, &g->args, sizeof a));
     char src[32768];
     CHECK(tcf_codegen_source(&g->g, src, sizeof src) > 0);
-    CHECK(strstr(src, "const tcf_b *g0, const tcf_b *g1") != NULL);
+    CHECK(strstr(src, "const unsigned e, tcf_b l0, tcf_b l1,") != NULL);
+    CHECK(strstr(src, "if ((i % a.c.s[0] < a.c.s[1])) L0 = *(const tcf_pack<tcf_b, 8, 16> *)(B0 + o0);"));
+    CHECK(strstr(src, "if (!(i % a.c.s[0] < a.c.s[1])) L1 = *(const tcf_pack<tcf_b, 8, 16> *)(B1 + o1);"));
+    /* T 4 (a cat of 4 and 12 along D): a pack of 8 would straddle it, element by element */
+    static tcf_fgroup_t planned;
+    tcf_item_t wt[sizeof win / sizeof win[0]];
+    planned = *g;
+    memcpy(wt, win, sizeof win);
+    wt[1] = cat2(c, x2n, q, 4, (const uint32_t[]){ 16, 8, 4, 2 },
+                 (const uint32_t[][4]){ { 2, 2, 2 }, { 32, 16, 128 }, { 256, 128, 32 }, { 512 * 2, 512, 1024 } });
+    CHECK_EQ_INT(P(wt, sizeof wt / sizeof wt[0]), 0);
+    if (CHECK_EQ_INT(plan.ngroups, 1)) {
+        CHECK_EQ_INT(plan.groups[0].g.vec, 1);
+        CHECK(tcf_codegen_source(&plan.groups[0].g, src, sizeof src) > 0);
+        CHECK(strstr(src, "const tcf_b *g0, const tcf_b *g1") != NULL);
+    }
+    /* the planned window's group, bound to the T 4 window: another kernel */
+    CHECK_EQ_INT(tcf_fuser_bind(&planned, wt, sizeof wt / sizeof wt[0], &a), -1);
     /* x1's view reaches 16 bytes before q, its real bytes do not: a block that ends at q
      * written in the group is no overlap; one that reaches into q's first row is */
     tcf_item_t z = SV(op3(TCF_OP_EXP, TCF_DT_BF16, 0, q - 2048, 1, MB(9), 0, 0), 4, L(16, 8, 4, 2),
