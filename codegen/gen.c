@@ -19,7 +19,10 @@
  * `e % P < T ? in0 : in1` by the element's index e (P and T are its scalars, so the text
  * serves every shape). A buffer only such cats read comes into tcf_elem as a pointer and
  * is read in the branch that picks it: outside its range its view lies over another
- * tensor's bytes, or none. Such groups are N-d and unpacked (the planner sees to it).
+ * tensor's bytes, or none. Such groups are N-d. They move packs only where P and T are
+ * multiples of the pack (the planner sees to it): then every element of a pack picks as
+ * its first does, the cat picks by that index, and an input's pack is loaded only where
+ * some cat picks it (never read, and left zero, elsewhere).
  *
  * Buffers: a buffer read before any op of the group writes it is loaded once per element;
  * a read after an op wrote it takes that op's value (eager would have loaded what it
