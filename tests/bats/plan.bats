@@ -118,10 +118,10 @@ EOF
     # view: the row group ends before it, and the cast and weight * are an N-d group
     grep -Eq '^  group 5: items 40-41, 2 ops, .*vec 4.*space 2048x8192$' "$T/plan"
     # q * cos, rotate_half's cat and its `* sin` are one group, the negation of half of q
-    # (item 18) stepped over (vec 1: the cat picks its input per element), walked in the
-    # cat's order ([D, S, H, B]: q * cos, walked in q's, turns); k's sum and the KV cache's
-    # two cats one kernel
-    grep -Eq '^  group 1: items 17-20, 3 ops, .*vec 1.*space 128x2048x16x4$' "$T/plan"
+    # (item 18) stepped over, walked in the cat's order ([D, S, H, B]: q * cos, walked in
+    # q's, turns), in packs of 8 (the cat splits D = 128 at 64: a pack picks one input);
+    # k's sum and the KV cache's two cats one kernel
+    grep -Eq '^  group 1: items 17-20, 3 ops, .*vec 8.*space 128x2048x16x4$' "$T/plan"
     grep -qx '    op 1 (item 19): CAT bf16 n=16777216 in buf3,buf4 -> buf5' "$T/plan"
     grep -Eq '^  group 3: items 26-28, 3 ops, .*vec 8.*space 128x2048x16x4$' "$T/plan"
 }
