@@ -13,40 +13,18 @@
 #include "fixture_kernels.h"
 #include "fuser/fuser.h"
 #include "fuser_equiv.h"
+#include "fuser_items.h"
 
 #define N 1024u
-#define MB(i) (0x7f0000000000ull + ((uint64_t)(i) << 20))  /* aligned, disjoint blocks */
 #define SRC(k) (TCF_SRC_OP | (k))
 
 static tcf_plan_t plan;   /* large: kept off the stack */
 
-static tcf_item_t op3(tcf_op_kind_t k, tcf_dtype_t dt, uint32_t n, uint64_t out, int nin,
-                      uint64_t a, uint64_t b, uint64_t c)
-{
-    tcf_item_t it = { .kind = TCF_ITEM_OP };
-    tcf_op_t *o = &it.op;
-    o->kind = k, o->loop = TCF_LOOP_VEC, o->vec = 4, o->nin = (uint8_t)nin, o->n = n;
-    o->out = out, o->in[0] = a, o->in[1] = b, o->in[2] = c;
-    o->out_dt = o->compute_dt = o->res_dt = dt;
-    for (int i = 0; i < nin; i++) o->in_dt[i] = dt;
-    return it;
-}
 #define UN(k, out, a) op3(TCF_OP_##k, TCF_DT_F32, N, out, 1, a, 0, 0)
 #define BIN(k, out, a, b) op3(TCF_OP_##k, TCF_DT_F32, N, out, 2, a, b, 0)
 
-static tcf_item_t scal(tcf_item_t it, int sarg, float s0, float s1, int ns)
-{
-    float v[2] = { s0, s1 };
-    it.op.sarg = (uint8_t)sarg, it.op.nscalar = (uint8_t)ns;
-    for (int i = 0; i < ns; i++) {
-        it.op.s[i].dt = TCF_DT_F32, it.op.s[i].f = v[i];
-        memcpy(&it.op.s[i].bits, &v[i], 4);
-    }
-    return it;
-}
 static tcf_item_t opaque(void) { return (tcf_item_t){ .kind = TCF_ITEM_OPAQUE }; }
 static tcf_item_t alloc_(uint64_t p) { return (tcf_item_t){ .kind = TCF_ITEM_ALLOC, .ptr = p, .size = 4 * N }; }
-static tcf_item_t free_(uint64_t p) { return (tcf_item_t){ .kind = TCF_ITEM_FREE, .ptr = p }; }
 
 static int P(const tcf_item_t *it, size_t n)
 {
@@ -267,20 +245,6 @@ TEST(bind_other_window)
 
 /* it over nd dims (innermost first) with byte strides st[operand][dim]: PyTorch's strided
  * loop. */
-static tcf_item_t sv(tcf_item_t it, unsigned nd, const uint32_t *size, const uint32_t st[][4])
-{
-    uint32_t n = 1;
-    it.op.loop = TCF_LOOP_STRIDED, it.op.vec = 1, it.op.it.ndim = (uint8_t)nd;
-    for (unsigned d = 0; d < nd; d++) {
-        it.op.it.size[d] = size[d], n *= size[d];
-        for (unsigned o = 0; o < 4; o++) it.op.it.stride[o][d] = st[d][o];
-    }
-    it.op.n = n;
-    return it;
-}
-#define SV(it, nd, sizes, strides) sv(it, nd, (const uint32_t[])sizes, (const uint32_t[][4])strides)
-#define L(...) { __VA_ARGS__ }
-
 /* HF LlamaRMSNorm's tail as PyTorch 2.11 launches it over [rows, hidden]: x * rsqrt (the
  * row's value broadcast along the hidden dim), .to(bf16) (contiguous), weight * x (the
  * weight broadcast over rows). */
@@ -324,21 +288,6 @@ TEST(strided_broadcast_rmsnorm)
     w2[2].op.it.stride[1][0] = 4;
     CHECK_EQ_INT(tcf_fuser_bind(g, w2, 5, &a), -1);
     CHECK(P(w2, 5) == 0 && plan.ngroups == 1 && plan.groups[0].g.vec == 1 && plan.groups[0].g.bcast0 == 0);
-}
-
-/* A decoded two-input cat (recognize/decode_cat.c) over [D, S, H, B] (innermost first). */
-static tcf_item_t cat2(uint64_t out, uint64_t in0, uint64_t in1_real, uint32_t lo1, const uint32_t *size,
-                       const uint32_t st[][4])
-{
-    tcf_item_t it = sv(op3(TCF_OP_CAT, TCF_DT_F16, 0, out, 2, in0, 0, 0), 4, size, st);
-    tcf_op_t *o = &it.op;
-    o->loop = TCF_LOOP_CAT, o->cat_dim = 0;
-    o->in[1] = in1_real - (uint64_t)lo1 * st[0][2];
-    o->cat_lo[0] = 0, o->cat_len[0] = lo1, o->cat_lo[1] = lo1, o->cat_len[1] = size[0] - lo1;
-    o->nscalar = 2;
-    o->s[0] = (tcf_scalar_t){ .dt = TCF_DT_NONE, .bits = size[0] };
-    o->s[1] = (tcf_scalar_t){ .dt = TCF_DT_NONE, .bits = lo1 };
-    return it;
 }
 
 /* HF's q * cos + rotate_half(q) * sin in bf16, B 2, H 4, S 8, D 16, q a transposed view
