@@ -64,4 +64,24 @@ static tcf_item_t cat2(uint64_t out, uint64_t in0, uint64_t in1_real, uint32_t l
     return it;
 }
 
+
+/* HF's q * cos + rotate_half(q) * sin in bf16 as PyTorch launches it, B 2, H 4, S 8, D 16
+ * (innermost first: D, S, H, B), q a transposed view of a [B, S, H, D] tensor: neg(x2)
+ * over [.., D/2] into x2n, the cat of (-x2, x1) into c with x1 a slice of q, * sin
+ * broadcast over B and H into m, + q * cos (qcos) into y; then c, m and x2n freed. */
+static void rotary_window(tcf_item_t win[7], uint64_t q, uint64_t qcos, uint64_t sin, uint64_t x2n,
+                          uint64_t c, uint64_t m, uint64_t y)
+{
+    win[0] = SV(op3(TCF_OP_NEG, TCF_DT_BF16, 0, x2n, 1, q + 16, 0, 0), 4, L(8, 8, 4, 2),
+                L(L(2, 2), L(16, 128), L(128, 32), L(512, 1024)));
+    win[1] = cat2(c, x2n, q, 8, (const uint32_t[]){ 16, 8, 4, 2 },
+                  (const uint32_t[][4]){ { 2, 2, 2 }, { 32, 16, 128 }, { 256, 128, 32 }, { 1024, 512, 1024 } });
+    win[2] = SV(op3(TCF_OP_MUL, TCF_DT_BF16, 0, m, 2, c, sin, 0), 4, L(16, 8, 4, 2),
+                L(L(2, 2, 2), L(32, 32, 32), L(256, 256, 0), L(1024, 1024, 0)));
+    win[3] = scal(SV(op3(TCF_OP_ADD, TCF_DT_BF16, 0, y, 2, qcos, m, 0), 4, L(16, 8, 4, 2),
+                     L(L(2, 2, 2), L(32, 32, 32), L(256, 256, 256), L(1024, 1024, 1024))),
+                  TCF_SARG_NONE, 1.0f, 0, 1);
+    win[4] = free_(c), win[5] = free_(m), win[6] = free_(x2n);
+}
+
 #endif

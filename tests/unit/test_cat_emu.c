@@ -123,19 +123,8 @@ static const char *const tail =
 
 TEST(rotary_group_runs_packed_and_not)
 {
-    tcf_item_t neg = SV(op3(TCF_OP_NEG, TCF_DT_BF16, 0, X2N, 1, Q + 16, 0, 0), 4, L(8, 8, 4, 2),
-                        L(L(2, 2), L(16, 128), L(128, 32), L(512, 1024)));
-    tcf_item_t mul = SV(op3(TCF_OP_MUL, TCF_DT_BF16, 0, PROD, 2, CAT, SIN, 0), 4, L(16, 8, 4, 2),
-                        L(L(2, 2, 2), L(32, 32, 32), L(256, 256, 0), L(1024, 1024, 0)));
-    tcf_item_t add = scal(SV(op3(TCF_OP_ADD, TCF_DT_BF16, 0, Y, 2, QCOS, PROD, 0), 4, L(16, 8, 4, 2),
-                             L(L(2, 2, 2), L(32, 32, 32), L(256, 256, 256), L(1024, 1024, 1024))),
-                          TCF_SARG_NONE, 1.0f, 0, 1);
-    tcf_item_t win[] = {
-        neg,
-        cat2(CAT, X2N, Q, 8, (const uint32_t[]){ 16, 8, 4, 2 },
-             (const uint32_t[][4]){ { 2, 2, 2 }, { 32, 16, 128 }, { 256, 128, 32 }, { 1024, 512, 1024 } }),
-        mul, add, free_(CAT), free_(PROD), free_(X2N),
-    };
+    tcf_item_t win[7];
+    rotary_window(win, Q, QCOS, SIN, X2N, CAT, PROD, Y);
     if (!CHECK_EQ_INT(tcf_fuser_plan(win, sizeof win / sizeof win[0], &plan), 0) ||
         !CHECK_EQ_INT(plan.ngroups, 1))
         return;

@@ -299,19 +299,9 @@ TEST(strided_broadcast_rmsnorm)
 TEST(rotate_half_chain)
 {
     uint64_t q = MB(0), qcos = MB(1), sin = MB(2), x2n = MB(3), c = MB(4), m = MB(5), y = MB(6);
-    tcf_item_t neg = SV(op3(TCF_OP_NEG, TCF_DT_BF16, 0, x2n, 1, q + 16, 0, 0), 4, L(8, 8, 4, 2),
-                        L(L(2, 2), L(16, 128), L(128, 32), L(512, 1024)));
-    tcf_item_t mul = SV(op3(TCF_OP_MUL, TCF_DT_BF16, 0, m, 2, c, sin, 0), 4, L(16, 8, 4, 2),
-                        L(L(2, 2, 2), L(32, 32, 32), L(256, 256, 0), L(1024, 1024, 0)));
-    tcf_item_t add = scal(SV(op3(TCF_OP_ADD, TCF_DT_BF16, 0, y, 2, qcos, m, 0), 4, L(16, 8, 4, 2),
-                             L(L(2, 2, 2), L(32, 32, 32), L(256, 256, 256), L(1024, 1024, 1024))),
-                          TCF_SARG_NONE, 1.0f, 0, 1);
-    tcf_item_t win[] = {
-        neg,
-        cat2(c, x2n, q, 8, (const uint32_t[]){ 16, 8, 4, 2 },
-             (const uint32_t[][4]){ { 2, 2, 2 }, { 32, 16, 128 }, { 256, 128, 32 }, { 512 * 2, 512, 1024 } }),
-        mul, add, free_(c), free_(m), free_(x2n),
-    };
+    tcf_item_t win[7];
+    rotary_window(win, q, qcos, sin, x2n, c, m, y);
+    const tcf_item_t mul = win[2], add = win[3];
     CHECK_EQ_INT(PLAN(win), 0);
     if (!CHECK_EQ_INT(plan.ngroups, 1)) return;
     const tcf_fgroup_t *g = &plan.groups[0];
