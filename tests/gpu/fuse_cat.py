@@ -64,6 +64,7 @@ for n in (2, 3, 4):
         CASES.append((n, kind, 1, (5, 2 * n + 3, 129)))     # a middle dim
 CASES.append((2, "aligned", -1, (4, 8, 64)))                 # 16-byte rows
 CASES.append((2, "transposed", 0, (33, 65)))                 # the outer dim
+CASES.append((2, "aligned", 1, (4, 6, 64)))                  # a middle dim in 16-byte packs
 
 
 def chains(dt, out):
