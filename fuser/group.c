@@ -493,7 +493,7 @@ static int add_op(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx,
     if (row)
         b->rowops |= 1u << k;
     if (op->kind == TCF_OP_CAT)
-        b->cat++, b->cat2 += op->nin == 2;
+        b->cat++;
     b->nraw = (uint8_t)nraw;
     b->nscalars = (uint8_t)(b->nscalars + op->nscalar);
     b->n = op->n;

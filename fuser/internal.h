@@ -32,8 +32,7 @@ typedef struct {
     uint8_t         strided;    /* an op of the group is strided: the kernel indexes N-d */
     uint8_t         nops, nraw, nscalars;
     uint8_t         red;        /* 1 + the index of the row reduction among the ops, or 0 */
-    uint8_t         cat;        /* ops of kind CAT: no row group; vec 1 with two inputs */
-    uint8_t         cat2;
+    uint8_t         cat;        /* ops of kind CAT: no row group, no turn of the group */
     size_t          nwin;       /* items in the window (a 2-byte cat's dtype is its
                                  * neighbours': group.c) */
     uint32_t        rowops;     /* ops per row (after the reduction) */

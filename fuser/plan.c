@@ -73,7 +73,7 @@ static int close_group(tcf_fuser_walk_t *w, int right, size_t *i)
             p->item_group[g->items[k]] = (int16_t)p->ngroups;
         p->ngroups++;
     }
-    b->nops = b->nraw = b->nscalars = b->red = b->cat = b->cat2 = b->nsw = b->locked = 0;
+    b->nops = b->nraw = b->nscalars = b->red = b->cat = b->nsw = b->locked = 0;
     b->rowops = 0;
     w->left = right;
     if (resume)
