@@ -228,31 +228,43 @@ static int same_view(const tcf_fuser_buf_t *x, uint64_t p, uint64_t pb, uint64_t
            !memcmp(st, xst, nd * sizeof *st);
 }
 
+/* Each of n dims, by its size, to the one dim of `to` with that size (map[d]); a dim of
+ * size 1 to none (0xff: no element moves along it). -1 when a size matches no dim of
+ * `to`, or two (which one is ambiguous), or two dims the same one. *ident: every dim
+ * mapped goes where it already was, counting only those mapped. */
+static int size_map(const uint32_t *size, unsigned n, const tcf_space_t *to, uint8_t *map,
+                    int *ident)
+{
+    uint8_t used[TCF_OP_MAX_DIMS] = { 0 };
+    unsigned j = 0;
+    *ident = 1;
+    for (unsigned d = 0; d < n; d++) {
+        map[d] = 0xff;
+        if (size[d] == 1)
+            continue;
+        int at = -1;
+        for (unsigned k = 0; k < to->nd; k++)
+            if (to->size[k] == size[d]) {
+                if (at >= 0)
+                    return -1;
+                at = (int)k;
+            }
+        if (at < 0 || used[at]++)
+            return -1;
+        *ident &= at == (int)j++;
+        map[d] = (uint8_t)at;
+    }
+    return 0;
+}
+
 int tcf_fuser_perm_of(const tcf_op_t *op, const tcf_space_t *sp, uint8_t *map)
 {
     tcf_space_t osp;
     uint32_t ost[4][TCF_OP_MAX_DIMS];
-    uint8_t used[TCF_OP_MAX_DIMS] = { 0 };
-    unsigned j = 0, ident = 1;
+    int ident;
     if (!op->it.ndim || op->kind == TCF_OP_CAT || tcf_space_of(op, &osp, ost) ||
-        osp.nd != sp->nd || osp.nd < 2)
+        osp.nd != sp->nd || osp.nd < 2 || size_map(op->it.size, op->it.ndim, sp, map, &ident))
         return -1;
-    for (unsigned d = 0; d < op->it.ndim; d++) {
-        map[d] = 0xff;
-        if (op->it.size[d] == 1)
-            continue;   /* tcf_space_of dropped it: no element moves along it */
-        int to = -1;
-        for (unsigned k = 0; k < sp->nd; k++)
-            if (sp->size[k] == op->it.size[d]) {
-                if (to >= 0)
-                    return -1;   /* two group dims of that size: which one is ambiguous */
-                to = (int)k;
-            }
-        if (to < 0 || used[to]++)
-            return -1;
-        ident &= to == (int)j++;
-        map[d] = (uint8_t)to;
-    }
     return ident ? -1 : 0;   /* the same order: no permutation to make */
 }
 
@@ -288,28 +300,18 @@ static int add_op(tcf_fuser_build_t *b, const tcf_item_t *items, uint16_t idx,
  * -1 when `to` is no other order of the group's dims (the builder is unchanged). */
 static int permute_builder(tcf_fuser_build_t *b, const tcf_space_t *to)
 {
-    uint8_t map[TCF_OP_MAX_DIMS], used[TCF_OP_MAX_DIMS] = { 0 };
-    int ident = 1;
+    uint8_t map[TCF_OP_MAX_DIMS];
+    int ident;
     if (b->red || b->cat || to->nd != b->sp.nd || to->nd < 2)
         return -1;
     for (unsigned k = 0; k < b->nops; k++)
         if (!b->xop[k].it.ndim)
             return -1;   /* a contiguous op's elements are in the group's order: keep it */
-    for (unsigned k = 0; k < b->sp.nd; k++) {
-        int j = -1;
-        for (unsigned q = 0; q < to->nd; q++)
-            if (to->size[q] == b->sp.size[k]) {
-                if (j >= 0)
-                    return -1;
-                j = (int)q;
-            }
-        if (j < 0 || used[j]++)
-            return -1;
-        ident &= j == (int)k;
-        map[k] = (uint8_t)j;
-    }
-    if (ident)
+    if (size_map(b->sp.size, b->sp.nd, to, map, &ident) || ident)
         return -1;
+    for (unsigned k = 0; k < b->sp.nd; k++)
+        if (map[k] == 0xff)
+            return -1;   /* a dim of size 1, which a space has not (tcf_space_of) */
     for (unsigned r = 0; r < b->nraw; r++) {
         uint32_t st[TCF_OP_MAX_DIMS] = { 0 };
         for (unsigned k = 0; k < b->sp.nd; k++)
