@@ -4,7 +4,10 @@
  * library, TCFUSE_MODE=off, observe and fuse in one invocation.
  *
  *   hook_cost [launches] [sync_every]         one kernel, a stream synchronize every
- *                                             sync_every launches
+ *                                             sync_every launches (HOOK_COST_VARY=1: its
+ *                                             grid changes from launch to launch, so
+ *                                             that no window's key ever repeats, as in
+ *                                             bench/programs/smallk.cu)
  *   hook_cost --trace FILE [launches]         a recorded trace replayed in passes: its
  *                                             launches (real names, layouts, parameters;
  *                                             cuLaunchKernel or cuLaunchKernelEx as
@@ -209,6 +212,16 @@ static double elapsed_ns(const struct timespec *a, const struct timespec *b)
     return (double)(b->tv_sec - a->tv_sec) * 1e9 + (double)(b->tv_nsec - a->tv_nsec);
 }
 
+/* A launch's grid offset when it varies: a hash of its number, so that no run of launches
+ * repeats. */
+static unsigned grid_hash(long i)
+{
+    unsigned long long x = (unsigned long long)i * 0x9E3779B97F4A7C15ull;   /* splitmix64 */
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return (unsigned)(x ^ (x >> 31));
+}
+
 int main(int argc, char **argv)
 {
     const char *trace = argc > 2 && !strcmp(argv[1], "--trace") ? argv[2] : NULL;
@@ -300,10 +313,13 @@ int main(int argc, char **argv)
     float alpha = 1.0f;
     char *data[3] = { (char *)0x7f0000000000, (char *)0x7f0000400000, (char *)0x7f0000800000 };
     void *params[] = { &N, &alpha, data };
+    const char *vary_env = getenv("HOOK_COST_VARY");
+    unsigned vary = vary_env && atoi(vary_env) ? 255u : 0u;   /* grid 1024..1279 */
     /* a tenth of a second first: graph mode learns the window and makes its graph */
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (long i = 0;; i++) {
-        launch((CUfunction)k, 1024, 1, 1, 128, 1, 1, 0, NULL, params, NULL);
+        launch((CUfunction)k, 1024 + (grid_hash(i) & vary), 1, 1, 128, 1, 1, 0, NULL, params,
+               NULL);
         if (every && (i + 1) % every == 0) {
             sync(NULL);
             clock_gettime(CLOCK_MONOTONIC, &b);
@@ -314,7 +330,8 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ca);
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (long i = 0; i < n; i++) {
-        launch((CUfunction)k, 1024, 1, 1, 128, 1, 1, 0, NULL, params, NULL);
+        launch((CUfunction)k, 1024 + (grid_hash(i) & vary), 1, 1, 128, 1, 1, 0, NULL, params,
+               NULL);
         if (every && (i + 1) % every == 0)
             sync(NULL);   /* windows of `every` launches, as a boundary closes them */
     }

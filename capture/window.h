@@ -93,6 +93,8 @@ typedef struct tcf_window {
     uint32_t         rvain;            /* held windows run as issued since the last replay */
     uint32_t         rskip, rback;     /* windows left to run as issued unheld, and the
                                         * length of the last such pause (replay/flush.c) */
+    uint32_t         rnew, rlback;     /* windows learned in a row whose keys were new, and
+                                        * the length of the last pause they caused */
     uint8_t          rquiet;           /* a paused window: its launches are counted, not
                                         * recorded or learned (replay/hold.c) */
     uint32_t         rqn;              /* launches of the quiet window so far */

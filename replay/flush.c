@@ -81,9 +81,11 @@ int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_t *sigs
 }
 
 /* Counts the window's key; makes its plan when it has been seen often enough. Returns
- * the key's plan (NULL when none is kept). */
-static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
+ * the key's plan (NULL when none is kept); *fresh is 1 when the key was new (or the table
+ * had no room for it), 0 when seen before, -1 when nothing was learned. */
+static tcf_rplan_t *tcf_rlearn(tcf_window_t *w, int *fresh)
 {
+    *fresh = -1;
     if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) || tcf_rcapture_active() ||
         w->rstate == TCF_R_FRESH || !w->nlaunch)
         return NULL;   /* FRESH: its first launch never came through replay (refused, or off) */
@@ -107,6 +109,7 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w)
     tcf_rplan_t *build = NULL, *full = NULL;
     pthread_mutex_lock(&tcf_rplan_lock);
     tcf_rplan_t *p = tcf_rplan_get(key, 1);
+    *fresh = !p || p->seen == 0;
     if (!p) {
         atomic_fetch_add_explicit(&tcf_rctr.learn_untracked, 1, memory_order_relaxed);
     } else {
@@ -198,23 +201,43 @@ static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
     return done;
 }
 
+/* Pauses a stream's learning where its keys never repeat (TCF_R_NEWRUN; w locked). */
+static void tcf_rlearn_pays(tcf_window_t *w, int fresh)
+{
+    if (fresh < 0)
+        return;
+    if (!fresh) {
+        w->rnew = 0, w->rlback = 0;
+        return;
+    }
+    if (++w->rnew < (w->rlback ? TCF_R_NEWRUN_AGAIN : TCF_R_NEWRUN))
+        return;
+    w->rnew = 0;
+    w->rlback = !w->rlback ? TCF_R_PAUSE
+                : w->rlback < TCF_R_PAUSE_MAX / 2 ? w->rlback * 2 : TCF_R_PAUSE_MAX;
+    if (w->rskip < w->rlback)
+        w->rskip = w->rlback;
+    atomic_fetch_add_explicit(&tcf_rctr.learn_pauses, 1, memory_order_relaxed);
+}
+
 void tcf_replay_flush(tcf_window_t *w, const char *reason)
 {
     tcf_rplan_t *p = NULL;
-    int graph = 0;
+    int graph = 0, fresh = -1;
     if (w->nheld && w->rstate == TCF_R_HOLD) {
         if (tcf_rtry_replay(w, &p)) {
             tcf_rheld_done(w);
             graph = 1;
         } else {
             tcf_rissue_held(w);
-            p = tcf_rlearn(w);
+            p = tcf_rlearn(w, &fresh);
         }
     } else {
         if (w->nheld)   /* held work outside a holding window: never, but never lost */
             tcf_rissue_held(w);
-        p = tcf_rlearn(w);
+        p = tcf_rlearn(w, &fresh);
     }
+    tcf_rlearn_pays(w, graph ? 0 : fresh);
     if (graph) {
         w->rvain = 0, w->rback = 0;
     } else if (w->rheld && ++w->rvain >= TCF_R_VAIN) {   /* holding does not pay here */

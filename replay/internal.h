@@ -231,6 +231,18 @@ void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns);
 #define TCF_R_VAIN 4
 #define TCF_R_PAUSE 16
 #define TCF_R_PAUSE_MAX 1024
+/* Learning that does not pay (flush.c): a stream whose last TCF_R_NEWRUN learned windows
+ * all had keys never seen before stops recording for a pause as above (TCF_R_PAUSE
+ * windows, twice as many each time again up to TCF_R_PAUSE_MAX), and after a pause
+ * TCF_R_NEWRUN_AGAIN new keys in a row start the next one; a key seen before ends the
+ * doubling. A program whose shapes or operands' order never repeat (bench/programs/
+ * smallk.cu: each launch's grid changes) otherwise pays observe mode's recording on every
+ * launch for keys no window will ever match, about 5% of a launch-bound C loop. The first
+ * run is long so that a program's first iteration, all of whose keys are new, is learned
+ * whole unless it has more windows than that; what a pause skips there is learned in a
+ * later iteration. */
+#define TCF_R_NEWRUN 256
+#define TCF_R_NEWRUN_AGAIN 16
 
 /* --- graphs (graph.c) ---------------------------------------------------------------- */
 /* Whether the driver has every entry point graph mode needs. */
@@ -323,6 +335,7 @@ typedef struct {
     atomic_ullong not_held_attr_id[32];
     atomic_ullong capturing, app_captures, held_failed, explored;
     atomic_ullong pauses, paused;   /* holding paused on a stream (flush.c); windows not held */
+    atomic_ullong learn_pauses;     /* of those pauses, for keys that never repeat */
     atomic_ullong quiet;            /* their launches, counted only (hold.c) */
     atomic_ullong cuts_unsupported;
     /* full mode: windows replayed with generated kernels, those kernels' runs and the

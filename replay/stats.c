@@ -54,9 +54,11 @@ void tcf_replay_stats_print(void)
             "%llu mismatched; %llu windows run as issued to time them",
             L(issued_diverged), L(issued_no_graph), L(issued_order), L(issued_exit),
             L(issued_failed), L(issued_collision), L(explored));
-    tcf_out("  pauses        %llu times a stream's held windows ran as issued %d in a row: "
-            "%llu windows then not held, their %llu launches counted, not recorded",
-            L(pauses), TCF_R_VAIN, L(paused), L(quiet));
+    tcf_out("  pauses        %llu times a stream's held windows ran as issued %d in a row, "
+            "%llu times its windows' keys were new %d in a row (%d after a pause): %llu windows "
+            "then not held, their %llu launches counted, not recorded",
+            L(pauses), TCF_R_VAIN, L(learn_pauses), TCF_R_NEWRUN, TCF_R_NEWRUN_AGAIN,
+            L(paused), L(quiet));
     uint64_t graphs, mem, peak, keys, ready, building, given_up;
     tcf_rplan_held(&graphs, &mem, &peak);
     tcf_rplan_census(&keys, &ready, &building, &given_up);

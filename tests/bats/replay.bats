@@ -293,6 +293,24 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     expect_line "$T/loop-p.graph.err" 'their 0 launches counted'
 }
 
+@test "graph: a stream whose windows' keys never repeat stops recording them, now and then" {
+    # novel: 400 windows of 12 kernels drawn at random. After 256 new keys in a row the
+    # stream pauses 16 windows; after each pause 16 new keys start the next one, twice as
+    # long: 256 learned, 16 paused, 16, 32, 16, 64: 3 pauses by the 400th window
+    replay_vs_eager novel -- novel 400
+    local e="$T/novel.graph.err" lp n q
+    lp=$(sed -nE 's/.*, ([0-9]+) times its windows.* keys were new 256 in a row.*/\1/p' "$e")
+    n=$(sed -nE 's/.*: ([0-9]+) windows then not held.*/\1/p' "$e")
+    q=$(sed -nE 's/.*their ([0-9]+) launches counted, not recorded.*/\1/p' "$e")
+    [ "${lp:-0}" = 3 ] && [ "${n:-0}" = 112 ] && [ "${q:-0}" = $((112 * 12)) ] || { cat "$e"; return 1; }
+    # the windows paused were neither learned nor held, and every launch is in the stats
+    expect_line "$e" 'keys +288 windows learned'
+    [ "$(stat_num "$e" launches '[0-9]+')" = "$(grep -c '^K' "$T/novel.eager.ran")" ]
+    # a loop whose keys repeat never pauses
+    replay_vs_eager loop-n -- loop 300
+    expect_line "$T/loop-n.graph.err" ', 0 times its windows.* keys were new'
+}
+
 @test "graph: graphs past TCFUSE_REPLAY_GRAPHS are evicted, least recently replayed first" {
     replay_vs_eager lru TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_GRAPHS=1 -- switch 8
     [ "$(stat_num "$T/lru.graph.err" graphs '[0-9]+ evicted')" -gt 0 ]

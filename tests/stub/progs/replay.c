@@ -34,6 +34,8 @@
  *   chance     ITERS x (12 launches |sync): the first 6 iterations alike (a graph is
  *              made), then the first 4 launches alike and the other 8's kernels drawn
  *              at random: windows held on the graph's path that leave it
+ *   novel      ITERS x (12 launches, every kernel drawn at random |sync): no window's key
+ *              ever repeats
  */
 #include "tests/stub/progs/common.h"
 
@@ -163,6 +165,15 @@ int main(int argc, char **argv)
             for (int j = 0; j < 12; j++) {
                 r = r * 1103515245u + 12345u;
                 check(one(it, j < 4 || it < 6 ? j : (int)((r >> 16) % 4), w.s[0], 1));
+            }
+            check(d.streamSynchronize(w.s[0]));
+        }
+    } else if (!strcmp(sc, "novel")) {
+        unsigned r = 777;
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 12; j++) {
+                r = r * 1103515245u + 12345u;
+                check(one(it, (int)((r >> 16) % 4), w.s[0], 1));
             }
             check(d.streamSynchronize(w.s[0]));
         }
