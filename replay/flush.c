@@ -114,9 +114,9 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w, int *fresh)
         atomic_fetch_add_explicit(&tcf_rctr.learn_untracked, 1, memory_order_relaxed);
     } else {
         p->seen++;
-        if (p->state == TCF_RP_COUNTING && p->seen > (uint64_t)tcf_cfg.replay_warmup) {
+        if (p->state == TCF_RP_COUNTING && p->seen > tcf_rplan_warmup(p)) {
             if (!ok || j != n || w->nlaunch < (uint32_t)tcf_cfg.replay_min) {
-                if (p->seen == (uint64_t)tcf_cfg.replay_warmup + 1)
+                if (p->seen == tcf_rplan_warmup(p) + 1)
                     atomic_fetch_add_explicit(&tcf_rctr.not_buildable, 1, memory_order_relaxed);
             } else if (tcf_rfull) {
                 /* planned outside the lock (a kernel may load from disk meanwhile); no

@@ -149,6 +149,7 @@ typedef struct tcf_rplan {
     uint64_t          key, seed;
     uint64_t          ctx, stream;
     uint32_t          seen;            /* windows with this key not replayed (learned) */
+    uint32_t          evictions;       /* times its graph was evicted (tcf_rplan_warmup) */
     int               state;           /* TCF_RP_*, under the table's lock */
     int               reason;          /* TCF_RG_* once given up */
     uint32_t          n;               /* nodes */
@@ -187,6 +188,16 @@ extern pthread_mutex_t tcf_rplan_lock;
  * the last boundary, one more after a cut (cut), else back to 0. */
 void tcf_rwindow_next(tcf_window_t *w, tcf_rplan_t *p, int graph, int cut);
 
+/* The windows p's key must have been seen, more than, to become a graph:
+ * TCFUSE_REPLAY_WARMUP, and (warm-up + 1) x 2^k - 1 after k evictions (k at most 10).
+ * Where more keys repeat than the caps hold (a cycle longer than TCFUSE_REPLAY_GRAPHS),
+ * the least recently replayed graph is always the next one needed: each graph would be
+ * evicted before its next replay, and made again after the warm-up, forever (the stand-in's
+ * three keys in turn under a cap of 2: 87 graphs made in 600 windows). An evicted key
+ * waiting twice as long each time leaves the graphs made meanwhile to be replayed, and
+ * makes the instantiations logarithmic in the run's length; a key that stops coming goes
+ * as before. Lock held. */
+uint32_t tcf_rplan_warmup(const tcf_rplan_t *p);
 /* The plan of key (made, counting, when new); NULL when the table is full. Lock held. */
 tcf_rplan_t *tcf_rplan_get(uint64_t key, int make);
 /* Fills p's nodes and shadow from window w's n nodes, whose signatures are sigs (each

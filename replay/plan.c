@@ -107,6 +107,15 @@ static void tcf_rprefix_rebuild(void)
     }
 }
 
+uint32_t tcf_rplan_warmup(const tcf_rplan_t *p)
+{
+    uint64_t w = (uint64_t)tcf_cfg.replay_warmup;
+    if (!p->evictions)
+        return (uint32_t)w;
+    uint64_t v = ((w + 1) << (p->evictions < 10 ? p->evictions : 10)) - 1;
+    return v > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)v;
+}
+
 /* p's graph goes, and its key counts again from `seen` windows (evicted: from zero;
  * renewed: from the warm-up count, so that its next window makes the new plan). */
 static void tcf_rplan_count_again(tcf_rplan_t *p, uint32_t seen)
@@ -120,7 +129,7 @@ static void tcf_rplan_count_again(tcf_rplan_t *p, uint32_t seen)
 
 void tcf_rplan_renew(tcf_rplan_t *p)
 {
-    tcf_rplan_count_again(p, (uint32_t)tcf_cfg.replay_warmup);
+    tcf_rplan_count_again(p, tcf_rplan_warmup(p));
     tcf_rprefix_rebuild();
 }
 
@@ -169,6 +178,7 @@ void tcf_rplan_ready(tcf_rplan_t *p)
         if (!v)
             break;
         tcf_rplan_count_again(v, 0);
+        v->evictions++;
         atomic_fetch_add(&tcf_rctr.evicted, 1);
         evicted = 1;
     }

@@ -321,6 +321,22 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
       "$(stat_num "$T/lru.graph.err" graphs '[0-9]+ evicted')" ]
 }
 
+@test "graph: keys that repeat past the graphs' cap do not make and evict graphs forever" {
+    # cycle: three keys in turn under a cap of two graphs. The least recently replayed
+    # graph is always the next one needed: evicted keys must wait twice as long each time
+    # before they are made again (3, 5, 11, 23 windows seen) instead of being remade after
+    # every warm-up (27 graphs made in 180 windows, 25 evicted, without the doubling).
+    # Launches are dear, so that the graphs pay (a key given up would make no more).
+    replay_vs_eager cyc TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_GRAPHS=2 FAKECUDA_LAUNCH_DELAY_US=200 -- cycle 60
+    local e="$T/cyc.graph.err" made ev
+    made=$(stat_num "$e" graphs '[0-9]+ made')
+    ev=$(stat_num "$e" graphs '[0-9]+ evicted')
+    [ "$made" -ge 3 ] && [ "$made" -le 12 ] && [ "$ev" -le 10 ] || { cat "$e"; return 1; }
+    expect_line "$e" 'keys .*, 0 given up;'
+    # the graphs kept run: over half the windows replayed
+    [ "$(replayed "$e")" -ge 90 ] || { cat "$e"; return 1; }
+}
+
 @test "graph: after a synchronize the windows start short and grow (slow start)" {
     # 40 launches an iteration, a synchronize after each: windows of 4, 8, 16, then the
     # cap (32) for what is left, 12; every window repeats and runs as its graph

@@ -36,6 +36,8 @@
  *              at random: windows held on the graph's path that leave it
  *   novel      ITERS x (12 launches, every kernel drawn at random |sync): no window's key
  *              ever repeats
+ *   cycle      ITERS x (3 windows of 12 launches |sync each, the kernels' order rotated
+ *              from one to the next): three keys in turn
  */
 #include "tests/stub/progs/common.h"
 
@@ -177,6 +179,13 @@ int main(int argc, char **argv)
             }
             check(d.streamSynchronize(w.s[0]));
         }
+    } else if (!strcmp(sc, "cycle")) {
+        for (int it = 0; it < iters; it++)
+            for (int k = 0; k < 3; k++) {
+                for (int j = 0; j < 12; j++)
+                    check(one(it, j + k, w.s[0], 1));
+                check(d.streamSynchronize(w.s[0]));
+            }
     } else if (!strcmp(sc, "streams")) {
         for (int it = 0; it < iters; it++) {
             for (int j = 0; j < 20; j++)
