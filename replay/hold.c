@@ -67,6 +67,17 @@ void tcf_replay_boundary(const char *call)
         atomic_fetch_add_explicit(&tcf_rsyncs, 1, memory_order_relaxed);
 }
 
+/* A counter's bits mixed (lowbias32), for a choice at even odds that no period in the
+ * program's windows lines up with. */
+static inline uint32_t tcf_rmix32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16);
+}
+
 static inline int tcf_is_legacy(const tcf_window_t *w)
 {
     return w->stream == (uint64_t)(uintptr_t)CU_STREAM_LEGACY;
@@ -273,9 +284,10 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
             tcf_rplan_sample(w->rprev, w->rprev_graph, w->rstart - w->rprev_start);
             w->rprev = NULL;
         }
-        /* Now and then a window that could be held runs as issued, to measure it so. */
-        uint32_t x = ++w->rexplore * 0x9E3779B1u;
-        if ((x >> 20) % TCF_R_EXPLORE == 0 && tcf_rprefix_has(tcf_rkey_step(w->rh, sig))) {
+        /* While keys are judged, a window that could be held runs as issued at even odds,
+         * to time it so beside the graph's runs (plan.c). */
+        if (atomic_load_explicit(&tcf_rjudging, memory_order_relaxed) > 0 &&
+            (tcf_rmix32(++w->rexplore) & 1) && tcf_rprefix_has(tcf_rkey_step(w->rh, sig))) {
             w->rstate = TCF_R_PASS;
             atomic_fetch_add_explicit(&tcf_rctr.explored, 1, memory_order_relaxed);
         } else if (w->rskip) {   /* holding paused on this stream (flush.c) */

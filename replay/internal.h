@@ -149,7 +149,8 @@ typedef struct tcf_rplan {
     uint64_t          key, seed;
     uint64_t          ctx, stream;
     uint32_t          seen;            /* windows with this key not replayed (learned) */
-    uint32_t          evictions;       /* times its graph was evicted (tcf_rplan_warmup) */
+    uint32_t          setbacks;        /* times its graph was evicted or judged not
+                                        * faster (tcf_rplan_warmup) */
     int               state;           /* TCF_RP_*, under the table's lock */
     int               reason;          /* TCF_RG_* once given up */
     uint32_t          n;               /* nodes */
@@ -168,7 +169,8 @@ typedef struct tcf_rplan {
      * stream's window lock. */
     uint32_t          t_issued[8], t_graph[8];
     uint32_t          n_issued, n_graph;
-    uint32_t          strikes;  /* judgments in a row that found the graph slower */
+    int               judging;  /* its runs are being timed both ways (tcf_rplan_sample;
+                                 * __atomic: read by any window, changed under the lock) */
     struct tcf_rplan *qnext;           /* the worker's queue */
     /* Full mode: the nodes are a fusion plan's steps (full.c). The key and the matching
      * stay the window's own launches (osig, norig of them); fused of the nodes are
@@ -189,7 +191,8 @@ extern pthread_mutex_t tcf_rplan_lock;
 void tcf_rwindow_next(tcf_window_t *w, tcf_rplan_t *p, int graph, int cut);
 
 /* The windows p's key must have been seen, more than, to become a graph:
- * TCFUSE_REPLAY_WARMUP, and (warm-up + 1) x 2^k - 1 after k evictions (k at most 10).
+ * TCFUSE_REPLAY_WARMUP, and (warm-up + 1) x 2^k - 1 after k setbacks (k at most 10): an
+ * eviction, or a judgment that its graph was not faster (tcf_rplan_sample).
  * Where more keys repeat than the caps hold (a cycle longer than TCFUSE_REPLAY_GRAPHS),
  * the least recently replayed graph is always the next one needed: each graph would be
  * evicted before its next replay, and made again after the warm-up, forever (the stand-in's
@@ -222,18 +225,25 @@ void tcf_rplan_held(uint64_t *graphs, uint64_t *mem, uint64_t *peak);
 void tcf_rplan_census(uint64_t *keys, uint64_t *ready, uint64_t *building, uint64_t *given_up);
 
 /* Does it pay (plan.c): a window of p's key took `us` to the stream's next window, run as
- * a graph or as issued (w locked). Once TCF_R_SAMPLES graph runs are in, each new one
- * judges the key: its graph runs are slower than its runs as issued when their median is
- * above theirs by more than 1/32 (a tie is the graph's: it costs the host less). A key
- * judged slower TCF_R_SAMPLES times in a row, so over a whole new set of graph runs, is
- * given up (not-faster): holding costs the GPU its start, and a window that closes at a
- * synchronize exposes its whole run, which a graph must win back in launch time. On a
- * noisy host one judgment was not enough: keys worth replaying were given up. */
+ * a graph or as issued (w locked). A key is judged once, when its graph is made: while
+ * any key is being judged, each window that could be held runs as issued with even odds
+ * (hold.c), so that its key's runs both ways are taken side by side in time, until it has
+ * TCF_R_SAMPLES of each. The graph is judged slower when its median is above the as-issued
+ * median by more than 1/32 (a tie is the graph's: it costs the host less) and at least
+ * three quarters of the pairs of one run each way have the graph's run slower. Holding
+ * costs the GPU its start, and a window that closes at a synchronize exposes its whole run,
+ * which a graph must win back in launch time. A key judged slower has its graph dropped
+ * and counts again, with a warm-up twice as long each time (tcf_rplan_warmup), to be
+ * judged afresh: the host it was judged on may have been in another state. Comparing a
+ * graph's recent runs with as-issued runs from its warm-up (the judge before this one)
+ * judged the host's drift: on the H100, libtorch at one sequence of 32 tokens ran its
+ * iterations at 0.7 ms as graphs, until 5 of its 11 keys were given up at once in a slow
+ * stretch and the rest of the run took 1.5-2.7 ms, eager's being 1.3. */
 #define TCF_R_SAMPLES 8
 void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns);
-/* One window in this many, chosen at random, runs as issued although it could be held,
- * to keep the comparison's as-issued side current. */
-#define TCF_R_EXPLORE 128
+/* Keys being judged now: while any is, windows that could be held run as issued at even
+ * odds. */
+extern atomic_int tcf_rjudging;
 /* Holding that does not pay (flush.c): a stream whose held windows ran as issued
  * TCF_R_VAIN times in a row, with no replay between, holds nothing for its next
  * TCF_R_PAUSE windows, twice as many each time again up to TCF_R_PAUSE_MAX; a replay ends

@@ -110,10 +110,21 @@ static void tcf_rprefix_rebuild(void)
 uint32_t tcf_rplan_warmup(const tcf_rplan_t *p)
 {
     uint64_t w = (uint64_t)tcf_cfg.replay_warmup;
-    if (!p->evictions)
+    if (!p->setbacks)
         return (uint32_t)w;
-    uint64_t v = ((w + 1) << (p->evictions < 10 ? p->evictions : 10)) - 1;
+    uint64_t v = ((w + 1) << (p->setbacks < 10 ? p->setbacks : 10)) - 1;
     return v > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)v;
+}
+
+atomic_int tcf_rjudging;
+
+/* p is judged no more (lock held). */
+static void tcf_rplan_judged(tcf_rplan_t *p)
+{
+    if (__atomic_load_n(&p->judging, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&p->judging, 0, __ATOMIC_RELAXED);
+        atomic_fetch_sub_explicit(&tcf_rjudging, 1, memory_order_relaxed);
+    }
 }
 
 /* p's graph goes, and its key counts again from `seen` windows (evicted: from zero;
@@ -123,7 +134,8 @@ static void tcf_rplan_count_again(tcf_rplan_t *p, uint32_t seen)
     tcf_rplan_drop_graph(p);
     p->state = TCF_RP_COUNTING;
     p->seen = seen;
-    p->n_graph = 0, p->strikes = 0;   /* a new graph's runs are timed afresh */
+    tcf_rplan_judged(p);
+    p->n_graph = p->n_issued = 0;   /* a new graph's runs are timed afresh */
     atomic_store(&p->upgrade_epoch, 0);
 }
 
@@ -141,6 +153,7 @@ void tcf_rplan_give_up(tcf_rplan_t *p, int reason)
             (unsigned long long)p->key, tcf_rg_names[reason], (unsigned long long)p->replays);
     if (!p->busy)
         tcf_rplan_drop_graph(p);
+    tcf_rplan_judged(p);
     p->state = TCF_RP_GIVEN_UP;
     p->reason = reason;
     if (was_ready)
@@ -170,6 +183,11 @@ void tcf_rplan_ready(tcf_rplan_t *p)
     }
     p->state = TCF_RP_READY;
     p->used = ++tcf_rtick;
+    if (tcf_cfg.replay_judge && !__atomic_load_n(&p->judging, __ATOMIC_RELAXED)) {
+        p->n_graph = p->n_issued = 0;
+        __atomic_store_n(&p->judging, 1, __ATOMIC_RELAXED);
+        atomic_fetch_add_explicit(&tcf_rjudging, 1, memory_order_relaxed);
+    }
     tcf_rlive++;
     tcf_rmem += p->mem;
     int evicted = 0;
@@ -178,7 +196,7 @@ void tcf_rplan_ready(tcf_rplan_t *p)
         if (!v)
             break;
         tcf_rplan_count_again(v, 0);
-        v->evictions++;
+        v->setbacks++;
         atomic_fetch_add(&tcf_rctr.evicted, 1);
         evicted = 1;
     }
@@ -245,26 +263,34 @@ static uint32_t tcf_median8(const uint32_t *v, uint32_t n)
 
 void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns)
 {
+    if (!__atomic_load_n(&p->judging, __ATOMIC_RELAXED))
+        return;
     uint64_t us = ns / 1000;
     uint32_t v = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-    if (graph)
-        p->t_graph[p->n_graph++ % 8] = v;
-    else
-        p->t_issued[p->n_issued++ % 8] = v;
-    if (!graph || p->n_graph < TCF_R_SAMPLES || p->n_issued < 3)
+    if (graph && p->n_graph < TCF_R_SAMPLES)
+        p->t_graph[p->n_graph++] = v;
+    else if (!graph && p->n_issued < TCF_R_SAMPLES)
+        p->t_issued[p->n_issued++] = v;
+    if (p->n_graph < TCF_R_SAMPLES || p->n_issued < TCF_R_SAMPLES)
         return;
-    uint32_t g = tcf_median8(p->t_graph, p->n_graph), e = tcf_median8(p->t_issued, p->n_issued);
-    if ((uint64_t)g <= (uint64_t)e + e / 32) {
-        p->strikes = 0;
-        return;
-    }
-    if (++p->strikes < TCF_R_SAMPLES)
-        return;
+    uint32_t g = tcf_median8(p->t_graph, 8), e = tcf_median8(p->t_issued, 8);
+    unsigned slower = 0;   /* pairs with the graph's run slower, in halves (ties: one) */
+    for (unsigned i = 0; i < 8; i++)
+        for (unsigned j = 0; j < 8; j++)
+            slower += p->t_graph[i] > p->t_issued[j] ? 2u : p->t_graph[i] == p->t_issued[j];
+    int worse = (uint64_t)g > (uint64_t)e + e / 32 && slower >= 2u * 48u;
     pthread_mutex_lock(&tcf_rplan_lock);
-    if (p->state == TCF_RP_READY) {
-        tcf_log(TCF_LOG_INFO, "graph mode: key %016llx: %u us as a graph, %u us as issued "
-                "(medians): not replayed", (unsigned long long)p->key, g, e);
-        tcf_rplan_give_up(p, TCF_RG_not_faster);
+    if (__atomic_load_n(&p->judging, __ATOMIC_RELAXED)) {
+        tcf_rplan_judged(p);
+        if (worse && p->state == TCF_RP_READY && !p->busy) {
+            tcf_log(TCF_LOG_INFO, "graph mode: key %016llx: %u us as a graph, %u us as issued "
+                    "(medians; %u of 64 pairs slower): not replayed", (unsigned long long)p->key,
+                    g, e, slower / 2);
+            atomic_fetch_add(&tcf_rctr.gave_up[TCF_RG_not_faster], 1);
+            p->setbacks++;
+            tcf_rplan_count_again(p, 0);
+            tcf_rprefix_rebuild();
+        }
     }
     pthread_mutex_unlock(&tcf_rplan_lock);
 }

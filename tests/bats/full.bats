@@ -16,6 +16,7 @@ setup() {
     need_nvrtc
     export FAKECUDA_MEM=1 TCFUSE_CACHE_DIR="$T/cache" TCFUSE_NVRTC="$NVRTC"
     export TCFUSE_REPLAY_SLOW=0   # windows of TCFUSE_REPLAY_MAX (replay.bats tests slow start)
+    export TCFUSE_REPLAY_JUDGE=0  # every graph kept: replays counted exactly (replay.bats tests the judge)
 }
 
 # The kernels that ran on the program's stream (the legacy one; tcfuse's worker verifies
