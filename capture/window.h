@@ -89,7 +89,9 @@ typedef struct tcf_window {
     void            *rprev;            /* the plan of the stream's last window (its time is
                                         * measured up to this window's first work) */
     uint64_t         rstart, rprev_start;  /* first work of this window, of the last one */
-    uint32_t         rexplore;         /* windows seen: every so often one runs as issued */
+    uint32_t         rexplore;         /* windows seen: while keys are judged, about one in
+                                        * two that could be held runs as issued */
+    uint8_t          rexpl;            /* this window is one of those */
     uint32_t         rvain;            /* held windows run as issued since the last replay */
     uint32_t         rskip, rback;     /* windows left to run as issued unheld, and the
                                         * length of the last such pause (replay/flush.c) */

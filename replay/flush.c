@@ -82,10 +82,11 @@ int tcf_rplan_fill(tcf_rplan_t *p, const tcf_window_t *w, const tcf_rsig_t *sigs
 
 /* Counts the window's key; makes its plan when it has been seen often enough. Returns
  * the key's plan (NULL when none is kept); *fresh is 1 when the key was new (or the table
- * had no room for it), 0 when seen before, -1 when nothing was learned. */
-static tcf_rplan_t *tcf_rlearn(tcf_window_t *w, int *fresh)
+ * had no room for it), 0 when seen before, -1 when nothing was learned; *ready whether the
+ * key has a graph ready (a window run as issued to time it would have been replayed). */
+static tcf_rplan_t *tcf_rlearn(tcf_window_t *w, int *fresh, int *ready)
 {
-    *fresh = -1;
+    *fresh = -1, *ready = 0;
     if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) || tcf_rcapture_active() ||
         w->rstate == TCF_R_FRESH || !w->nlaunch)
         return NULL;   /* FRESH: its first launch never came through replay (refused, or off) */
@@ -110,10 +111,12 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w, int *fresh)
     pthread_mutex_lock(&tcf_rplan_lock);
     tcf_rplan_t *p = tcf_rplan_get(key, 1);
     *fresh = !p || p->seen == 0;
+    *ready = p && p->state == TCF_RP_READY;
     if (!p) {
         atomic_fetch_add_explicit(&tcf_rctr.learn_untracked, 1, memory_order_relaxed);
     } else {
         p->seen++;
+        tcf_rplan_sighted(p);
         if (p->state == TCF_RP_COUNTING && p->seen > tcf_rplan_warmup(p)) {
             if (!ok || j != n || w->nlaunch < (uint32_t)tcf_cfg.replay_min) {
                 if (p->seen == tcf_rplan_warmup(p) + 1)
@@ -223,24 +226,28 @@ static void tcf_rlearn_pays(tcf_window_t *w, int fresh)
 void tcf_replay_flush(tcf_window_t *w, const char *reason)
 {
     tcf_rplan_t *p = NULL;
-    int graph = 0, fresh = -1;
+    int graph = 0, fresh = -1, ready = 0;
     if (w->nheld && w->rstate == TCF_R_HOLD) {
         if (tcf_rtry_replay(w, &p)) {
             tcf_rheld_done(w);
             graph = 1;
         } else {
             tcf_rissue_held(w);
-            p = tcf_rlearn(w, &fresh);
+            p = tcf_rlearn(w, &fresh, &ready);
         }
     } else {
         if (w->nheld)   /* held work outside a holding window: never, but never lost */
             tcf_rissue_held(w);
-        p = tcf_rlearn(w, &fresh);
+        p = tcf_rlearn(w, &fresh, &ready);
     }
     tcf_rlearn_pays(w, graph ? 0 : fresh);
-    if (graph) {
+    tcf_rjudge_expire();
+    /* A window run as issued to time it counts as held: as a replay when its key had a
+     * graph, as a window that left every graph's path when not (where windows repeat only
+     * by chance, holding would have been in vain there too). */
+    if (graph || (w->rexpl && ready)) {
         w->rvain = 0, w->rback = 0;
-    } else if (w->rheld && ++w->rvain >= TCF_R_VAIN) {   /* holding does not pay here */
+    } else if ((w->rheld || w->rexpl) && ++w->rvain >= TCF_R_VAIN) {   /* holding does not pay here */
         w->rvain = 0;
         w->rback = !w->rback ? TCF_R_PAUSE
                    : w->rback < TCF_R_PAUSE_MAX / 2 ? w->rback * 2 : TCF_R_PAUSE_MAX;
@@ -255,7 +262,7 @@ void tcf_rwindow_next(tcf_window_t *w, tcf_rplan_t *p, int graph, int cut)
     /* Its time is taken at the stream's next window (a held window that ran as issued is
      * neither sample: it waited for nothing and ran late). */
     w->rprev = graph || (w->rstate == TCF_R_PASS && !w->rheld) ? p : NULL;
-    w->rheld = 0;
+    w->rheld = 0, w->rexpl = 0;
     w->rprev_graph = (uint8_t)graph;
     w->rprev_start = w->rstart;
     w->rstate = TCF_R_FRESH;

@@ -289,6 +289,7 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
         if (atomic_load_explicit(&tcf_rjudging, memory_order_relaxed) > 0 &&
             (tcf_rmix32(++w->rexplore) & 1) && tcf_rprefix_has(tcf_rkey_step(w->rh, sig))) {
             w->rstate = TCF_R_PASS;
+            w->rexpl = 1;
             atomic_fetch_add_explicit(&tcf_rctr.explored, 1, memory_order_relaxed);
         } else if (w->rskip) {   /* holding paused on this stream (flush.c) */
             w->rskip--;

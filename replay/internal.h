@@ -151,6 +151,8 @@ typedef struct tcf_rplan {
     uint32_t          seen;            /* windows with this key not replayed (learned) */
     uint32_t          setbacks;        /* times its graph was evicted or judged not
                                         * faster (tcf_rplan_warmup) */
+    uint64_t          sightings;       /* windows with this key, learned or replayed */
+    uint64_t          first_seen;      /* the windows closed when it was first seen */
     int               state;           /* TCF_RP_*, under the table's lock */
     int               reason;          /* TCF_RG_* once given up */
     uint32_t          n;               /* nodes */
@@ -244,6 +246,20 @@ void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns);
 /* Keys being judged now: while any is, windows that could be held run as issued at even
  * odds. */
 extern atomic_int tcf_rjudging;
+/* A judgment ends with the graph kept, so that other keys' windows stop running as issued
+ * for it, when its key is not seen within four of its periods (the windows closed since
+ * it was first seen, over its sightings) and TCF_R_JUDGE_SLACK windows more: a key that
+ * stopped coming (GPT-2's first forward after the warm-up, a shape that changed); and in
+ * any case within TCF_R_JUDGE_SPAN x max(64, graphs held) windows closed. At most
+ * TCF_R_JUDGES keys are judged at once (a new one ends the oldest judgment the same
+ * way). tcf_rjudge_expire is called at every window's close (one atomic add, and the lock
+ * when a deadline has passed); tcf_rplan_sighted at every window of a key, learned or
+ * replayed (lock held). */
+#define TCF_R_JUDGE_SLACK 64
+#define TCF_R_JUDGE_SPAN 64
+#define TCF_R_JUDGES 64
+void tcf_rjudge_expire(void);
+void tcf_rplan_sighted(tcf_rplan_t *p);
 /* Holding that does not pay (flush.c): a stream whose held windows ran as issued
  * TCF_R_VAIN times in a row, with no replay between, holds nothing for its next
  * TCF_R_PAUSE windows, twice as many each time again up to TCF_R_PAUSE_MAX; a replay ends
@@ -357,6 +373,7 @@ typedef struct {
     atomic_ullong capturing, app_captures, held_failed, explored;
     atomic_ullong pauses, paused;   /* holding paused on a stream (flush.c); windows not held */
     atomic_ullong learn_pauses;     /* of those pauses, for keys that never repeat */
+    atomic_ullong judged, judge_expired;   /* judgments given (plan.c), and ended unjudged */
     atomic_ullong quiet;            /* their launches, counted only (hold.c) */
     atomic_ullong cuts_unsupported;
     /* full mode: windows replayed with generated kernels, those kernels' runs and the

@@ -52,6 +52,7 @@ void tcf_rplan_take(tcf_rplan_t *p)
 {
     p->busy++;
     p->used = ++tcf_rtick;
+    tcf_rplan_sighted(p);
 }
 
 void tcf_rplan_done(tcf_rplan_t *p)
@@ -118,13 +119,96 @@ uint32_t tcf_rplan_warmup(const tcf_rplan_t *p)
 
 atomic_int tcf_rjudging;
 
+/* The keys being judged, oldest first, each with the count of windows closed by which it
+ * must be judged; the windows closed so far; the earliest deadline. */
+static struct { tcf_rplan_t *p; uint64_t cap, until; } tcf_rjudges[TCF_R_JUDGES];
+static unsigned tcf_rnjudges;
+static atomic_ullong tcf_rwindows, tcf_rjudge_next = UINT64_MAX;
+
+static void tcf_rjudge_deadline(void)
+{
+    uint64_t next = UINT64_MAX;
+    for (unsigned i = 0; i < tcf_rnjudges; i++)
+        next = tcf_rjudges[i].until < next ? tcf_rjudges[i].until : next;
+    atomic_store_explicit(&tcf_rjudge_next, next, memory_order_relaxed);
+}
+
+/* When p's judgment ends if p is not seen again: four of its periods from now, and 64
+ * windows more (lock held). */
+static uint64_t tcf_rjudge_until(const tcf_rplan_t *p, uint64_t now)
+{
+    uint64_t period = p->sightings > 1 ? (now - p->first_seen) / (p->sightings - 1) : 0;
+    return now + 4 * period + TCF_R_JUDGE_SLACK;
+}
+
+void tcf_rplan_sighted(tcf_rplan_t *p)
+{
+    uint64_t now = atomic_load_explicit(&tcf_rwindows, memory_order_relaxed);
+    if (!p->sightings++)
+        p->first_seen = now;
+    if (!__atomic_load_n(&p->judging, __ATOMIC_RELAXED))
+        return;
+    for (unsigned i = 0; i < tcf_rnjudges; i++)
+        if (tcf_rjudges[i].p == p) {
+            uint64_t u = tcf_rjudge_until(p, now);
+            tcf_rjudges[i].until = u < tcf_rjudges[i].cap ? u : tcf_rjudges[i].cap;
+            break;
+        }
+    tcf_rjudge_deadline();
+}
+
 /* p is judged no more (lock held). */
 static void tcf_rplan_judged(tcf_rplan_t *p)
 {
-    if (__atomic_load_n(&p->judging, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&p->judging, 0, __ATOMIC_RELAXED);
-        atomic_fetch_sub_explicit(&tcf_rjudging, 1, memory_order_relaxed);
+    if (!__atomic_load_n(&p->judging, __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&p->judging, 0, __ATOMIC_RELAXED);
+    atomic_fetch_sub_explicit(&tcf_rjudging, 1, memory_order_relaxed);
+    for (unsigned i = 0; i < tcf_rnjudges; i++)
+        if (tcf_rjudges[i].p == p) {
+            memmove(&tcf_rjudges[i], &tcf_rjudges[i + 1], (tcf_rnjudges - i - 1) * sizeof *tcf_rjudges);
+            tcf_rnjudges--;
+            break;
+        }
+    tcf_rjudge_deadline();
+}
+
+/* p's judgment begins (lock held; its graph just made ready). */
+static void tcf_rplan_judge(tcf_rplan_t *p)
+{
+    if (!tcf_cfg.replay_judge || __atomic_load_n(&p->judging, __ATOMIC_RELAXED))
+        return;
+    if (tcf_rnjudges == TCF_R_JUDGES) {   /* the oldest judgment ends, the graph kept */
+        atomic_fetch_add_explicit(&tcf_rctr.judge_expired, 1, memory_order_relaxed);
+        tcf_rplan_judged(tcf_rjudges[0].p);
     }
+    p->n_graph = p->n_issued = 0;
+    __atomic_store_n(&p->judging, 1, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&tcf_rjudging, 1, memory_order_relaxed);
+    uint64_t now = atomic_load_explicit(&tcf_rwindows, memory_order_relaxed);
+    uint64_t cap = now + (uint64_t)TCF_R_JUDGE_SPAN * (tcf_rlive > 64 ? tcf_rlive : 64);
+    uint64_t u = tcf_rjudge_until(p, now);
+    tcf_rjudges[tcf_rnjudges].p = p;
+    tcf_rjudges[tcf_rnjudges].cap = cap;
+    tcf_rjudges[tcf_rnjudges].until = u < cap ? u : cap;
+    tcf_rnjudges++;
+    tcf_rjudge_deadline();
+}
+
+void tcf_rjudge_expire(void)
+{
+    uint64_t n = atomic_fetch_add_explicit(&tcf_rwindows, 1, memory_order_relaxed) + 1;
+    if (n < atomic_load_explicit(&tcf_rjudge_next, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&tcf_rplan_lock);
+    for (unsigned i = 0; i < tcf_rnjudges;)
+        if (tcf_rjudges[i].until <= n) {
+            atomic_fetch_add_explicit(&tcf_rctr.judge_expired, 1, memory_order_relaxed);
+            tcf_rplan_judged(tcf_rjudges[i].p);   /* removes it: i is the next one now */
+        } else {
+            i++;
+        }
+    pthread_mutex_unlock(&tcf_rplan_lock);
 }
 
 /* p's graph goes, and its key counts again from `seen` windows (evicted: from zero;
@@ -183,12 +267,8 @@ void tcf_rplan_ready(tcf_rplan_t *p)
     }
     p->state = TCF_RP_READY;
     p->used = ++tcf_rtick;
-    if (tcf_cfg.replay_judge && !__atomic_load_n(&p->judging, __ATOMIC_RELAXED)) {
-        p->n_graph = p->n_issued = 0;
-        __atomic_store_n(&p->judging, 1, __ATOMIC_RELAXED);
-        atomic_fetch_add_explicit(&tcf_rjudging, 1, memory_order_relaxed);
-    }
     tcf_rlive++;
+    tcf_rplan_judge(p);
     tcf_rmem += p->mem;
     int evicted = 0;
     while (tcf_rlive > cap_n || tcf_rmem > cap_mem) {
@@ -282,6 +362,7 @@ void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns)
     pthread_mutex_lock(&tcf_rplan_lock);
     if (__atomic_load_n(&p->judging, __ATOMIC_RELAXED)) {
         tcf_rplan_judged(p);
+        atomic_fetch_add_explicit(&tcf_rctr.judged, 1, memory_order_relaxed);
         if (worse && p->state == TCF_RP_READY && !p->busy) {
             tcf_log(TCF_LOG_INFO, "graph mode: key %016llx: %u us as a graph, %u us as issued "
                     "(medians; %u of 64 pairs slower): not replayed", (unsigned long long)p->key,

@@ -284,6 +284,14 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     # the last 20 iterations' 40 windows all ran as graphs
     [ "$(grep '"ev":"window"' "$T/fast.jsonl" | tail -n 40 | grep -c '"replayed":')" = 40 ] ||
         { grep '"ev":"window"' "$T/fast.jsonl" | tail -n 3; return 1; }
+    # a key that stops coming while it is judged (fade: the first 8 iterations' key, then
+    # another) has its judgment end, its graph kept, within four of its periods and 64
+    # windows: the other key's windows stop running as issued once it is judged
+    replay_vs_eager fade TCFUSE_REPLAY_JUDGE=1 TCFUSE_REPLAY_SYNC=1 FAKECUDA_LAUNCH_DELAY_US=20 TCFUSE_TRACE="$T/fade.jsonl" -- fade 300
+    expect_line "$T/fade.graph.err" 'run as issued to time them \(1 graphs judged, 1 not seen often enough to be\)'
+    local last
+    last=$(grep '"ev":"window"' "$T/fade.jsonl" | awk '!/"replayed":/ {last = NR} END {print last}')
+    [ "$last" -le 100 ] || { echo "last window not replayed: $last"; return 1; }
     # with the judge off nothing runs as issued to time it, and every graph is kept
     replay_vs_eager nojudge TCFUSE_REPLAY_SYNC=1 FAKECUDA_GRAPH_DELAY_US=3000 -- loop 20
     expect_line "$T/nojudge.graph.err" ' 0 windows run as issued to time them'

@@ -36,6 +36,8 @@
  *              at random: windows held on the graph's path that leave it
  *   novel      ITERS x (12 launches, every kernel drawn at random |sync): no window's key
  *              ever repeats
+ *   fade       ITERS x (12 launches |sync): the first 8 iterations one key, every later
+ *              one another (the kernels' order rotated): a key that stops coming
  *   cycle      ITERS x (3 windows of 12 launches |sync each, the kernels' order rotated
  *              from one to the next): three keys in turn
  */
@@ -177,6 +179,12 @@ int main(int argc, char **argv)
                 r = r * 1103515245u + 12345u;
                 check(one(it, (int)((r >> 16) % 4), w.s[0], 1));
             }
+            check(d.streamSynchronize(w.s[0]));
+        }
+    } else if (!strcmp(sc, "fade")) {
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 12; j++)
+                check(one(it, j + (it >= 8), w.s[0], 1));
             check(d.streamSynchronize(w.s[0]));
         }
     } else if (!strcmp(sc, "cycle")) {
