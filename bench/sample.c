@@ -155,6 +155,8 @@ __attribute__((constructor)) static void sample_start(void)
         unw = (int (*)(void **, int))dlsym(h, "unw_backtrace");
     void *warm[4];
     backtrace(warm, 4);  /* glibc loads its unwinder on the first call: not in a handler */
+    if (unw)
+        unw(warm, 4);    /* nor libunwind's first walk (its caches, the loader's list) */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sample;
