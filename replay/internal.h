@@ -364,7 +364,7 @@ typedef struct {
     atomic_ullong patched, patch_max, patches_hist[TCF_R_PATCH_BUCKETS];
     atomic_ullong issued_diverged, issued_no_graph, issued_order, issued_failed,
                   issued_collision, issued_exit, issued_held_launches;
-    atomic_ullong learned, learn_untracked, not_buildable;
+    atomic_ullong learned, learn_untracked, not_buildable, keys_reclaimed;
     atomic_ullong built_bg, built_sync, updates, reinstantiated, evicted, patch_failed;
     atomic_ullong no_worker;   /* graphs built on the application's thread: no worker */
     atomic_ullong gave_up[TCF_RG__COUNT];

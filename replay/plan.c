@@ -26,16 +26,29 @@ const char *const tcf_rg_names[TCF_RG__COUNT] = {
 #undef TCF_RG_NAME
 };
 
+static atomic_ullong tcf_rwindows;   /* windows closed in graph and full mode */
+static void tcf_rplan_drop_graph(tcf_rplan_t *p);
+
+/* Whether p's entry may take another key (lock held): a key seen once, long ago, with
+ * nothing of it in use. */
+static int tcf_rplan_stale(const tcf_rplan_t *p)
+{
+    return p->state == TCF_RP_COUNTING && !p->busy && p->sightings <= 1 && !p->graph &&
+           !p->exec && !__atomic_load_n(&p->judging, __ATOMIC_RELAXED) &&
+           atomic_load_explicit(&tcf_rwindows, memory_order_relaxed) - p->first_seen >= TCF_RPLANS;
+}
+
 tcf_rplan_t *tcf_rplan_get(uint64_t key, int make)
 {
     unsigned i = (unsigned)((key * 0x9E3779B97F4A7C15ull) >> (64 - TCF_RPLANS_BITS));
+    tcf_rplan_t *stale = NULL;
     for (unsigned probe = 0; probe < 64; probe++, i = (i + 1) & (TCF_RPLANS - 1)) {
         tcf_rplan_t *p = tcf_rplans[i];
         if (p && p->key == key)
             return p;
         if (!p) {
             if (!make || tcf_rnplans >= TCF_RPLANS * 3 / 4)
-                return NULL;
+                break;
             p = tcf_calloc(1, sizeof *p);
             if (!p)
                 return NULL;
@@ -44,8 +57,20 @@ tcf_rplan_t *tcf_rplan_get(uint64_t key, int make)
             tcf_rnplans++;
             return p;
         }
+        if (make && !stale && tcf_rplan_stale(p))
+            stale = p;
     }
-    return NULL;
+    if (!stale)
+        return NULL;
+    /* The table is full: a key seen once, TCF_RPLANS windows ago or more, gives its entry
+     * to this one, so that a long-running program whose shapes keep changing (a server's
+     * requests) goes on learning. The slot is on this key's probe path (found before an
+     * empty one), and stays taken on the others'. */
+    tcf_rplan_drop_graph(stale);   /* frees what a plan that never became a graph holds */
+    memset(stale, 0, sizeof *stale);
+    stale->key = key;
+    atomic_fetch_add_explicit(&tcf_rctr.keys_reclaimed, 1, memory_order_relaxed);
+    return stale;
 }
 
 void tcf_rplan_take(tcf_rplan_t *p)
@@ -123,7 +148,7 @@ atomic_int tcf_rjudging;
  * must be judged; the windows closed so far; the earliest deadline. */
 static struct { tcf_rplan_t *p; uint64_t cap, until; } tcf_rjudges[TCF_R_JUDGES];
 static unsigned tcf_rnjudges;
-static atomic_ullong tcf_rwindows, tcf_rjudge_next = UINT64_MAX;
+static atomic_ullong tcf_rjudge_next = UINT64_MAX;
 
 static void tcf_rjudge_deadline(void)
 {

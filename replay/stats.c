@@ -74,11 +74,15 @@ void tcf_replay_stats_print(void)
             "~%s of device memory (peak ~%s)",
             L(built_bg) + L(built_sync), L(built_bg), L(built_sync), nw, L(updates),
             L(reinstantiated), L(evicted), (unsigned long long)graphs, m1, m2);
+    char rc[64] = "";
+    if (L(keys_reclaimed))
+        snprintf(rc, sizeof rc, "; %llu entries of keys seen once long ago reused",
+                 L(keys_reclaimed));
     tcf_out("  keys          %llu windows learned, %llu distinct keys: %llu with a graph, %llu "
-            "building, %llu given up; %llu too short or not carriable%s",
+            "building, %llu given up; %llu too short or not carriable%s%s",
             L(learned), (unsigned long long)keys, (unsigned long long)ready,
             (unsigned long long)building, (unsigned long long)given_up, L(not_buildable),
-            L(learn_untracked) ? " (some untracked: table full)" : "");
+            L(learn_untracked) ? " (some untracked: table full)" : "", rc);
     len = 0;
     line[0] = '\0';
     for (int r = 0; r < TCF_RG__COUNT; r++) {

@@ -423,6 +423,64 @@ TEST(eviction_and_give_up_take_prefixes_away)
     drop(w0);
 }
 
+/* A full table takes new keys in the entries of keys seen once, TCF_RPLANS windows ago
+ * or more; never in those of keys seen twice, nor before that many windows have closed.
+ * Runs last: it fills the table. */
+TEST(full_table_reuses_keys_seen_once_long_ago)
+{
+    enum { CAP = (1u << 14) * 3 / 4 };
+    uint64_t keys0, r0, b0, g0;
+    tcf_rplan_census(&keys0, &r0, &b0, &g0);
+    pthread_mutex_lock(&tcf_rplan_lock);
+    unsigned made = 0;
+    for (uint64_t k = 0; made + keys0 < CAP && k < 4 * CAP; k++) {
+        tcf_rplan_t *p = tcf_rplan_get(0xabc00000ull + k, 1);
+        if (!p)
+            continue;
+        p->seen++;
+        tcf_rplan_sighted(p);
+        made++;
+    }
+    CHECK_EQ_U64(made + keys0, CAP);
+    /* full, and every key seen once just now: no room */
+    CHECK(tcf_rplan_get(0xdef00001ull, 1) == NULL);
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    for (unsigned i = 0; i < (1u << 14); i++)
+        tcf_rjudge_expire();   /* the windows' clock: TCF_RPLANS windows later */
+    pthread_mutex_lock(&tcf_rplan_lock);
+    tcf_rplan_t *p = tcf_rplan_get(0xdef00001ull, 1);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_EQ_U64(p->key, 0xdef00001ull);
+        CHECK_EQ_U64(p->seen, 0);
+        CHECK_EQ_U64(p->sightings, 0);
+        CHECK(tcf_rplan_get(0xdef00001ull, 0) == p);   /* found again on its probe path */
+    }
+    uint64_t keys, r, b, g;
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    tcf_rplan_census(&keys, &r, &b, &g);
+    CHECK_EQ_U64(keys, CAP);   /* an entry reused, none added */
+    CHECK_EQ_U64(atomic_load(&tcf_rctr.keys_reclaimed), 1);
+    /* keys seen twice keep their entries however old */
+    pthread_mutex_lock(&tcf_rplan_lock);
+    for (uint64_t k = 0; k < 4 * CAP; k++) {
+        tcf_rplan_t *q = tcf_rplan_get(0xabc00000ull + k, 0);
+        if (q)
+            tcf_rplan_sighted(q);
+    }
+    if (p)
+        tcf_rplan_sighted(p), tcf_rplan_sighted(p);
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    for (unsigned i = 0; i < (1u << 14); i++)
+        tcf_rjudge_expire();
+    pthread_mutex_lock(&tcf_rplan_lock);
+    unsigned got = 0;
+    for (uint64_t k = 0; k < 64; k++)
+        got += tcf_rplan_get(0xfee00000ull + k, 1) != NULL;
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    CHECK_EQ_INT(got, 0);
+}
+
 int main(void)
 {
     RUN(hold_and_learn_agree);
@@ -430,5 +488,6 @@ int main(void)
     RUN(prefix_set);
     RUN(patch_only_what_changed);
     RUN(eviction_and_give_up_take_prefixes_away);
+    RUN(full_table_reuses_keys_seen_once_long_ago);
     return check_main_end();
 }
