@@ -203,7 +203,8 @@ void tcf_rwindow_next(tcf_window_t *w, tcf_rplan_t *p, int graph, int cut);
  * makes the instantiations logarithmic in the run's length; a key that stops coming goes
  * as before. Lock held. */
 uint32_t tcf_rplan_warmup(const tcf_rplan_t *p);
-/* The plan of key (made, counting, when new); NULL when the table is full. Lock held. */
+/* The plan of key (made, counting, when new); NULL when the table is full and no entry of
+ * a key seen once, TCF_RPLANS windows ago or more, can be taken for it. Lock held. */
 tcf_rplan_t *tcf_rplan_get(uint64_t key, int make);
 /* Fills p's nodes and shadow from window w's n nodes, whose signatures are sigs (each
  * carriable): graph mode's plan. 0, or -1 out of memory. */

@@ -1,7 +1,9 @@
 /* The table of replay keys: how often each was seen, and the graph of those that became
  * one. Entries are never freed (a key given up stays given up; an evicted one counts
- * again from zero), so a pointer found under the lock stays valid; a plan in use by a
- * flush (busy) is never evicted. Graphs are capped in number (TCFUSE_REPLAY_GRAPHS) and in
+ * again from zero), so a pointer found under the lock stays valid; once the table is full,
+ * the entry of a key seen once long ago, with nothing of it in use, may take another key
+ * (tcf_rplan_get; a stream's timing sample still aimed at it lands on that key, or is
+ * dropped, as it is not being judged). A plan in use by a flush (busy) is never evicted. Graphs are capped in number (TCFUSE_REPLAY_GRAPHS) and in
  * estimated device memory (TCFUSE_REPLAY_MEMORY): past either, the least recently
  * replayed go. A dropped graph is destroyed by the worker, outside the lock (the driver
  * frees an executable graph still in flight when it completes). */
