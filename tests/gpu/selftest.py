@@ -529,6 +529,25 @@ def main():
               [n.split(".")[1] for n in raw] == ["eager", "fuse"] and
               not os.path.exists(os.path.join(d, "sa", "samples")),
               "run-all sample", out[-800:] + rep[:600] + repr(raw))
+        # bench/replay: stand-ins for its programs, every variant's output equal; --pin runs
+        # each measured program on the CPUs named and says so, and refuses CPUs not ours
+        replay = os.path.join(HERE, "..", "..", "bench", "replay")
+        cpus_out = os.path.join(d, "rcpus.txt")
+        env["REPLAY_FAKE_CPUS_OUT"] = cpus_out
+        p = subprocess.run([py, replay, "--fake", "--only", "mlp", "--repeats", "2", "--pin", str(one),
+                            "--out", os.path.join(d, "rp")], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        del env["REPLAY_FAKE_CPUS_OUT"]
+        seen = open(cpus_out).read().split("\n")[:-1] if os.path.exists(cpus_out) else []
+        check(p.returncode == 0 and len(seen) >= 6 and set(seen) == {str(one)} and
+              "programs pinned to CPUs %d" % one in p.stdout and "| mlp | graph |" in p.stdout and
+              "BROKEN" not in p.stdout, "replay pin", p.stdout[-600:] + repr(seen))
+        p = subprocess.run([py, replay, "--fake", "--only", "mlp", "--pin", "0-4095", "--out",
+                            os.path.join(d, "rp2")], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        check(p.returncode != 0 and "bench/replay: --pin: CPUs" in p.stdout and
+              "are not this process's to run on" in p.stdout, "replay pin refused", p.stdout[-300:])
+
         sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "programs"))
         import registry
         cmd = registry.command("llama-ddp", python="py")
