@@ -46,14 +46,14 @@ static inline int tcf_replaying(void)
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
         struct tcf_window *win = NULL;                                                   \
-        struct tcf_kernel *kq = NULL;   /* a counted launch's kernel, where fuse mode     \
-                                         * looked it up already */                       \
+        struct tcf_kernel *kq = NULL;   /* f's kernel, where fuse or graph mode looked    \
+                                         * it up already */                              \
         int quiet = 0;                                                                   \
         if (tcf_replaying()) {                                                           \
             CUresult held_rc;                                                            \
             int r_ = tcf_replay_launch(TCF_VIA_LAUNCH, f, gx, gy, gz, bx, by, bz, smem,  \
                                        stream, ptds, params, extra, NULL, 0, &held_rc,   \
-                                       &win);                                            \
+                                       &win, &kq);                                       \
             if (r_ == 1)                                                                 \
                 return held_rc;                                                          \
             quiet = r_ == 2;                                                             \
@@ -82,7 +82,8 @@ static inline int tcf_replaying(void)
         if (!real)                                                                       \
             return CUDA_ERROR_NOT_FOUND;                                                 \
         struct tcf_window *win = NULL;                                                   \
-        struct tcf_kernel *kq = NULL;   /* f's kernel, where ahead.c looked it up */      \
+        struct tcf_kernel *kq = NULL;   /* f's kernel, where ahead.c or replay looked it  \
+                                         * up already */                                 \
         int quiet = 0;                                                                   \
         if (tcf_replaying() && config) {                                                 \
             CUresult held_rc;                                                            \
@@ -91,7 +92,8 @@ static inline int tcf_replaying(void)
                                        config->blockDimX, config->blockDimY,             \
                                        config->blockDimZ, config->sharedMemBytes,        \
                                        config->hStream, ptds, params, extra,             \
-                                       config->attrs, config->numAttrs, &held_rc, &win); \
+                                       config->attrs, config->numAttrs, &held_rc, &win,  \
+                                       &kq);                                             \
             if (r_ == 1)                                                                 \
                 return held_rc;                                                          \
             quiet = r_ == 2;                                                             \
@@ -102,7 +104,9 @@ static inline int tcf_replaying(void)
         }                                                                                \
         TCF_HOLD_OTHER(config ? config->hStream : NULL)                                  \
         CUresult rc = real TCF_LAUNCHEX_ARGS;                                            \
-        if (quiet)                                                                       \
+        if (quiet && kq)                                                                 \
+            tcf_capture_count_kernel(kq, rc);                                            \
+        else if (quiet)                                                                  \
             tcf_capture_count(f, rc);                                                    \
         else if (tcf_on() && config)                                                     \
             tcf_capture_launch(TCF_VIA_LAUNCH_EX, f, config->gridDimX, config->gridDimY, \

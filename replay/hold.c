@@ -371,9 +371,10 @@ static int tcf_rquiet_launch(tcf_window_t *w)
 int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                       unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                       int ptds, void **params, void **extra, const CUlaunchAttribute *attrs,
-                      unsigned nattrs, CUresult *result, tcf_window_t **wout)
+                      unsigned nattrs, CUresult *result, tcf_window_t **wout,
+                      tcf_kernel_t **kout)
 {
-    *wout = NULL;
+    *wout = NULL, *kout = NULL;
     if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed))
         return 0;
     if (atomic_load_explicit(&tcf_rcapturing, memory_order_relaxed)) {
@@ -387,7 +388,7 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
     *wout = w;
     if (__atomic_load_n(&w->rquiet, __ATOMIC_RELAXED) && tcf_rquiet_launch(w))
         return 2;
-    const tcf_launch_t l = { .via = via, .stream = stream, .k = tcf_kernel_get(f),
+    const tcf_launch_t l = { .via = via, .stream = stream, .k = *kout = tcf_kernel_get(f),
                              .grid = { gx, gy, gz }, .block = { bx, by, bz }, .smem = smem,
                              .params = params, .extra = extra, .attrs = attrs,
                              .nattrs = attrs ? nattrs : 0 };

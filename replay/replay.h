@@ -42,11 +42,13 @@ void tcf_replay_init(void);
  * observe mode (held work that must precede it has been issued; *w is its window, for
  * tcf_capture_launch, or NULL), 2 when the caller must issue it and only count it
  * (tcf_capture_count: its stream's holding is paused). attrs: those of cuLaunchKernelEx,
- * or NULL. */
+ * or NULL. *k: f's kernel when replay looked it up (for tcf_capture_launch, which then
+ * need not), else NULL. */
 int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                       unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
                       int ptds, void **params, void **extra, const CUlaunchAttribute *attrs,
-                      unsigned nattrs, CUresult *result, struct tcf_window **w);
+                      unsigned nattrs, CUresult *result, struct tcf_window **w,
+                      struct tcf_kernel **k);
 /* A stream-ordered free: 1 when held behind held launches that may read the block, 0
  * when the caller must free now. */
 int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds);
