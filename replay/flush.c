@@ -204,6 +204,13 @@ static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
     return done;
 }
 
+/* The next pause's length after one of `last` windows (0: none yet): TCF_R_PAUSE, then
+ * twice the last, up to TCF_R_PAUSE_MAX. */
+static uint32_t tcf_rpause_next(uint32_t last)
+{
+    return !last ? TCF_R_PAUSE : last < TCF_R_PAUSE_MAX / 2 ? last * 2 : TCF_R_PAUSE_MAX;
+}
+
 /* Pauses a stream's learning where its keys never repeat (TCF_R_NEWRUN; w locked). */
 static void tcf_rlearn_pays(tcf_window_t *w, int fresh)
 {
@@ -216,8 +223,7 @@ static void tcf_rlearn_pays(tcf_window_t *w, int fresh)
     if (++w->rnew < (w->rlback ? TCF_R_NEWRUN_AGAIN : TCF_R_NEWRUN))
         return;
     w->rnew = 0;
-    w->rlback = !w->rlback ? TCF_R_PAUSE
-                : w->rlback < TCF_R_PAUSE_MAX / 2 ? w->rlback * 2 : TCF_R_PAUSE_MAX;
+    w->rlback = tcf_rpause_next(w->rlback);
     if (w->rskip < w->rlback)
         w->rskip = w->rlback;
     atomic_fetch_add_explicit(&tcf_rctr.learn_pauses, 1, memory_order_relaxed);
@@ -249,8 +255,7 @@ void tcf_replay_flush(tcf_window_t *w, const char *reason)
         w->rvain = 0, w->rback = 0;
     } else if ((w->rheld || w->rexpl) && ++w->rvain >= TCF_R_VAIN) {   /* holding does not pay here */
         w->rvain = 0;
-        w->rback = !w->rback ? TCF_R_PAUSE
-                   : w->rback < TCF_R_PAUSE_MAX / 2 ? w->rback * 2 : TCF_R_PAUSE_MAX;
+        w->rback = tcf_rpause_next(w->rback);
         w->rskip = w->rback;
         atomic_fetch_add_explicit(&tcf_rctr.pauses, 1, memory_order_relaxed);
     }
