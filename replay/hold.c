@@ -284,10 +284,10 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
             tcf_rplan_sample(w->rprev, w->rprev_graph, w->rstart - w->rprev_start);
             w->rprev = NULL;
         }
-        /* While keys are judged, a window that could be held runs as issued at even odds,
-         * to time it so beside the graph's runs (plan.c). */
+        /* While keys are judged, a window that begins as one of them runs as issued at
+         * even odds, to time it so beside the graph's runs (plan.c). */
         if (atomic_load_explicit(&tcf_rjudging, memory_order_relaxed) > 0 &&
-            (tcf_rmix32(++w->rexplore) & 1) && tcf_rprefix_has(tcf_rkey_step(w->rh, sig))) {
+            tcf_rjudge_first_has(tcf_rkey_step(w->rh, sig)) && (tcf_rmix32(++w->rexplore) & 1)) {
             w->rstate = TCF_R_PASS;
             w->rexpl = 1;
             atomic_fetch_add_explicit(&tcf_rctr.explored, 1, memory_order_relaxed);

@@ -261,6 +261,9 @@ extern atomic_int tcf_rjudging;
 #define TCF_R_JUDGES 64
 void tcf_rjudge_expire(void);
 void tcf_rplan_sighted(tcf_rplan_t *p);
+/* Whether h, a window's key after its first launch, begins a key being judged: only such
+ * windows run as issued to time them (no lock). */
+int tcf_rjudge_first_has(uint64_t h);
 /* Holding that does not pay (flush.c): a stream whose held windows ran as issued
  * TCF_R_VAIN times in a row, with no replay between, holds nothing for its next
  * TCF_R_PAUSE windows, twice as many each time again up to TCF_R_PAUSE_MAX; a replay ends

@@ -148,9 +148,14 @@ atomic_int tcf_rjudging;
 
 /* The keys being judged, oldest first, each with the count of windows closed by which it
  * must be judged; the windows closed so far; the earliest deadline. */
-static struct { tcf_rplan_t *p; uint64_t cap, until; } tcf_rjudges[TCF_R_JUDGES];
+static struct { tcf_rplan_t *p; uint64_t cap, until, first; } tcf_rjudges[TCF_R_JUDGES];
 static unsigned tcf_rnjudges;
 static atomic_ullong tcf_rjudge_next = UINT64_MAX;
+/* Their keys' first steps (the key after a window's first launch), read without the lock
+ * by tcf_rjudge_first_has: a reader racing a change may miss one, and that window is then
+ * not run as issued to time it. */
+static _Atomic uint64_t tcf_rjudge_firsts[TCF_R_JUDGES];
+static atomic_uint tcf_rnjudge_firsts;
 
 static void tcf_rjudge_deadline(void)
 {
@@ -158,6 +163,24 @@ static void tcf_rjudge_deadline(void)
     for (unsigned i = 0; i < tcf_rnjudges; i++)
         next = tcf_rjudges[i].until < next ? tcf_rjudges[i].until : next;
     atomic_store_explicit(&tcf_rjudge_next, next, memory_order_relaxed);
+}
+
+/* The list changed: its first steps again (lock held). */
+static void tcf_rjudge_firsts_rebuild(void)
+{
+    atomic_store_explicit(&tcf_rnjudge_firsts, 0, memory_order_relaxed);
+    for (unsigned i = 0; i < tcf_rnjudges; i++)
+        atomic_store_explicit(&tcf_rjudge_firsts[i], tcf_rjudges[i].first, memory_order_relaxed);
+    atomic_store_explicit(&tcf_rnjudge_firsts, tcf_rnjudges, memory_order_release);
+}
+
+int tcf_rjudge_first_has(uint64_t h)
+{
+    unsigned n = atomic_load_explicit(&tcf_rnjudge_firsts, memory_order_acquire);
+    for (unsigned i = 0; i < n && i < TCF_R_JUDGES; i++)
+        if (atomic_load_explicit(&tcf_rjudge_firsts[i], memory_order_relaxed) == h)
+            return 1;
+    return 0;
 }
 
 /* When p's judgment ends if p is not seen again: four of its periods from now, and 64
@@ -198,12 +221,14 @@ static void tcf_rplan_judged(tcf_rplan_t *p)
             break;
         }
     tcf_rjudge_deadline();
+    tcf_rjudge_firsts_rebuild();
 }
 
 /* p's judgment begins (lock held; its graph just made ready). */
 static void tcf_rplan_judge(tcf_rplan_t *p)
 {
-    if (!tcf_cfg.replay_judge || __atomic_load_n(&p->judging, __ATOMIC_RELAXED))
+    if (!tcf_cfg.replay_judge || __atomic_load_n(&p->judging, __ATOMIC_RELAXED) ||
+        !(p->osig ? p->norig : p->n))
         return;
     if (tcf_rnjudges == TCF_R_JUDGES) {   /* the oldest judgment ends, the graph kept */
         atomic_fetch_add_explicit(&tcf_rctr.judge_expired, 1, memory_order_relaxed);
@@ -218,8 +243,11 @@ static void tcf_rplan_judge(tcf_rplan_t *p)
     tcf_rjudges[tcf_rnjudges].p = p;
     tcf_rjudges[tcf_rnjudges].cap = cap;
     tcf_rjudges[tcf_rnjudges].until = u < cap ? u : cap;
+    tcf_rjudges[tcf_rnjudges].first =
+        tcf_rkey_step(p->seed, p->osig ? &p->osig[0] : &p->nodes[0].sig);
     tcf_rnjudges++;
     tcf_rjudge_deadline();
+    tcf_rjudge_firsts_rebuild();
 }
 
 void tcf_rjudge_expire(void)
