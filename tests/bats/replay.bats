@@ -346,6 +346,21 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     expect_line "$T/loop-n.graph.err" ', 0 times its windows.* keys were new'
 }
 
+@test "graph: windows that repeat by chance (smallk's launches) pause holding, and run as eager ran them" {
+    # smallk: 1000 launches an iteration whose grids step with an element count, so a
+    # window's key recurs now and then (60 iterations: 2,040 windows, ~1,000 keys). Chance
+    # graphs are made and replayed, most windows held on their paths leave them, and the
+    # stream pauses holding: on the H100 this program ran 0.89x eager before the pauses
+    # counted every window run as issued (2026-11-27, ninth).
+    replay_vs_eager chance-k TCFUSE_REPLAY_SYNC=1 -- smallk 60
+    local e="$T/chance-k.graph.err" np nh
+    np=$(sed -nE 's/.*pauses +([0-9]+) times a stream.s held windows ran as issued.*/\1/p' "$e")
+    nh=$(sed -nE 's/.*: ([0-9]+) windows then not held.*/\1/p' "$e")
+    [ "${np:-0}" -ge 10 ] && [ "${nh:-0}" -ge 500 ] || { cat "$e"; return 1; }
+    [ "$(replayed "$e")" -gt 0 ]
+    [ "$(stat_num "$e" launches '[0-9]+')" = 60000 ]
+}
+
 @test "graph: graphs past TCFUSE_REPLAY_GRAPHS are evicted, least recently replayed first" {
     replay_vs_eager lru TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_GRAPHS=1 -- switch 8
     [ "$(stat_num "$T/lru.graph.err" graphs '[0-9]+ evicted')" -gt 0 ]

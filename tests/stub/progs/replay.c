@@ -40,6 +40,9 @@
  *              one another (the kernels' order rotated): a key that stops coming
  *   cycle      ITERS x (3 windows of 12 launches |sync each, the kernels' order rotated
  *              from one to the next): three keys in turn
+ *   smallk     ITERS x (1000 launches |sync) as bench/programs/smallk.cu issues them: the
+ *              four kernels in turn, each launch's grid from an element count that steps by
+ *              37 between n/2 and n (n 4096), buffers rotating; windows repeat by chance
  */
 #include "tests/stub/progs/common.h"
 
@@ -194,6 +197,22 @@ int main(int argc, char **argv)
                     check(one(it, j + k, w.s[0], 1));
                 check(d.streamSynchronize(w.s[0]));
             }
+    } else if (!strcmp(sc, "smallk")) {
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 1000; j++) {
+                unsigned u = (unsigned)it * 7919u + (unsigned)j;
+                int m = 2048 + (int)((u * 37u) % 2049u);
+                unsigned grid = (unsigned)(m + 127) / 128;
+                CUdeviceptr x = w.buf[u % 4], y = w.buf[(u + 1 + (unsigned)it % 3) % 4];
+                float a = 0.5f + 0.25f * (float)((u * 13u) % 7u) / 7.0f;
+                CUkernel k = j % 4 == 0 ? w.ka : j % 4 == 1 ? w.kb : j % 4 == 2 ? w.kc : w.kd;
+                unsigned char blob[24] = { (unsigned char)m };
+                void *pa[] = { &m, &x }, *pb[] = { &x, &y, &a }, *pc[] = { blob, &m };
+                void **p = j % 4 == 0 ? pa : j % 4 == 1 ? pb : j % 4 == 2 ? pc : NULL;
+                check(d.launchKernel((CUfunction)k, grid, 1, 1, 128, 1, 1, 0, w.s[0], p, NULL));
+            }
+            check(d.streamSynchronize(w.s[0]));
+        }
     } else if (!strcmp(sc, "streams")) {
         for (int it = 0; it < iters; it++) {
             for (int j = 0; j < 20; j++)
