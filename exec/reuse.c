@@ -24,8 +24,14 @@
  * allocations and frees are graph nodes then). A block past the cap, or with no node
  * left, goes to the driver at once.
  *
+ * A block is kept for its context too when its stream is the legacy or a per-thread
+ * default stream: those are the same handles (0, 1, 2) in every context, and a block of one
+ * device must not go to another device's allocation (a process driving two GPUs from one
+ * thread, as models split over devices are). A stream of the application's own is one
+ * context's. A block given back goes back under its own context.
+ *
  * Nodes are allocated once (no allocation on the hot path: base/sigdefer.c); buckets by
- * (stream, size), each a last-in first-out list, as the pool hands out its most recently
+ * (stream, context, size), each a last-in first-out list, as the pool hands out its most recently
  * freed block first. One mutex, uncontended in practice (PyTorch's allocator serializes its
  * calls under its own lock). */
 #include <stdlib.h>
@@ -38,7 +44,7 @@
 #define TCF_NONE UINT32_MAX
 
 typedef struct {
-    uint64_t ptr, size, stream;
+    uint64_t ptr, size, stream, ctx;   /* ctx: 0 for a stream of the application's own */
     uint32_t next;   /* in its bucket, or in the free list */
 } tcf_rnode_t;
 
@@ -53,9 +59,21 @@ static uint64_t tcf_rbytes, tcf_rcount;
                                         __ATOMIC_RELAXED)
 atomic_int tcf_reuse_off;             /* a child after fork: nothing kept, nothing handed */
 
-static uint32_t tcf_rbucket_of(uint64_t size, uint64_t stream)
+/* The context a block on stream is kept for: the calling thread's for the handles every
+ * context shares (0: legacy, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD), else 0. */
+static uint64_t tcf_reuse_ctx(uint64_t stream)
 {
-    uint64_t h = (size * 0x9E3779B97F4A7C15ull) ^ (stream * 0xC2B2AE3D27D4EB4Full);
+    CUcontext c = NULL;
+    if (stream > (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD || !tcf_drv.ctx_get_current ||
+        tcf_drv.ctx_get_current(&c) != CUDA_SUCCESS)
+        return 0;
+    return (uint64_t)(uintptr_t)c;
+}
+
+static uint32_t tcf_rbucket_of(uint64_t size, uint64_t stream, uint64_t ctx)
+{
+    uint64_t h = (size * 0x9E3779B97F4A7C15ull) ^ (stream * 0xC2B2AE3D27D4EB4Full) ^
+                 (ctx * 0x94D049BB133111EBull);
     return (uint32_t)((h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ull >> 52) & (TCF_REUSE_BUCKETS - 1);
 }
 
@@ -114,14 +132,15 @@ int tcf_reuse_put(uint64_t ptr, uint64_t size, uint64_t stream)
 {
     if (!size || !tcf_reuse_usable())
         return 0;
+    uint64_t ctx = tcf_reuse_ctx(stream);
     int kept = 0;
     pthread_mutex_lock(&tcf_reuse_lock);
     if (__atomic_load_n(&tcf_rbytes, __ATOMIC_RELAXED) + size <= tcf_reuse_cap() &&
         tcf_rn_make() == 0 &&
         tcf_rfree != TCF_NONE) {
-        uint32_t i = tcf_rfree, b = tcf_rbucket_of(size, stream);
+        uint32_t i = tcf_rfree, b = tcf_rbucket_of(size, stream, ctx);
         tcf_rfree = tcf_rn[i].next;
-        tcf_rn[i] = (tcf_rnode_t){ .ptr = ptr, .size = size, .stream = stream,
+        tcf_rn[i] = (tcf_rnode_t){ .ptr = ptr, .size = size, .stream = stream, .ctx = ctx,
                                    .next = tcf_rbucket[b] };
         tcf_rbucket[b] = i;
         TCF_RADD(tcf_rbytes, size);
@@ -141,12 +160,12 @@ uint64_t tcf_reuse_get(uint64_t size, uint64_t stream)
 {
     if (!size || !tcf_reuse_usable() || !__atomic_load_n(&tcf_rcount, __ATOMIC_RELAXED))
         return 0;
-    uint64_t ptr = 0;
+    uint64_t ptr = 0, ctx = tcf_reuse_ctx(stream);
     pthread_mutex_lock(&tcf_reuse_lock);
     if (tcf_rn) {
-        uint32_t b = tcf_rbucket_of(size, stream), *link = &tcf_rbucket[b];
+        uint32_t b = tcf_rbucket_of(size, stream, ctx), *link = &tcf_rbucket[b];
         for (uint32_t i = *link; i != TCF_NONE; link = &tcf_rn[i].next, i = *link) {
-            if (tcf_rn[i].size != size || tcf_rn[i].stream != stream)
+            if (tcf_rn[i].size != size || tcf_rn[i].stream != stream || tcf_rn[i].ctx != ctx)
                 continue;
             ptr = tcf_rn[i].ptr;
             *link = tcf_rn[i].next;
@@ -194,11 +213,20 @@ unsigned tcf_reuse_release(const char *why)
         pthread_mutex_unlock(&tcf_reuse_lock);
         if (!got)
             break;
-        /* Its size left the block table at its free (tcf_exec_free): nothing to forget. */
+        /* Its size left the block table at its free (tcf_exec_free): nothing to forget.
+         * A block kept for another context than this thread's goes back under its own
+         * (its stream's handle names that context's default stream). */
+        CUcontext prev = NULL;
+        int sw = r.ctx && tcf_drv.ctx_get_current && tcf_drv.ctx_set_current &&
+                 tcf_drv.ctx_get_current(&prev) == CUDA_SUCCESS &&
+                 (uint64_t)(uintptr_t)prev != r.ctx &&
+                 tcf_drv.ctx_set_current((CUcontext)(uintptr_t)r.ctx) == CUDA_SUCCESS;
         if (tcf_drv.mem_free_async &&
             tcf_drv.mem_free_async((CUdeviceptr)r.ptr, (CUstream)(uintptr_t)r.stream) !=
                 CUDA_SUCCESS)
             atomic_fetch_add_explicit(&tcf_xctr.held_failed, 1, memory_order_relaxed);
+        if (sw)
+            tcf_drv.ctx_set_current(prev);
         n++;
     }
     if (n) {

@@ -207,3 +207,34 @@ driver_frees() { grep -c '^cuMemFreeAsync .* stream=0x0 rc=0$' "$1" || true; }
     ! grep -q '^tcfuse: +ahead' "$T/off.err"
     expect_line "$T/off.err" '^ahead: up.s output took gate.s block 6 times'
 }
+
+@test "frees: a block kept on a default stream is kept for its device's context only" {
+    # twodev: each iteration allocates and frees a block on device 0's legacy stream, then
+    # one of the same size on device 1's (the same handle, 0, in both contexts). Kept
+    # blocks are matched by context there: device 1 never gets device 0's block, each
+    # device reuses its own, and at the trim each goes back under its own context.
+    need_nvrtc
+    export FAKECUDA_DEVICES=2
+    base plain "$PROGS/fusechain" 4 twodev
+    [ "$status" = 0 ]
+    TCFUSE_REUSE=2G TCFUSE_MODE=fuse TCFUSE_STATS=1 tcf two "$PROGS/fusechain" 4 twodev
+    [ "$status" = 0 ] || { cat "$T/two.out" "$T/two.err"; return 1; }
+    same_text stdout "$T/plain.out" "$T/two.out"
+    grep -q "device 1 got device 0's block 0 times" "$T/two.out"
+    # one driver allocation a device; the six others served from that device's own block
+    [ "$(driver_allocs "$T/two.log")" = 2 ] || { echo "want 2 driver allocations"; return 1; }
+    expect_line "$T/two.err" '^tcfuse: +reuse +6 allocations served from kept blocks; 8 frees kept, 0 not .*; 2 given back to the driver'
+    # device 1's block (its first allocation, after device 1's context was made current)
+    # is freed back under device 1's context, before the trim, which then runs under 0's
+    local d1
+    d1=$(grep -vE '^(\[tcfuse\] )?cuCtxGetCurrent ' "$T/two.log" |
+         grep -A1 '^cuCtxSetCurrent ctx=0x550000000200 ' |
+         sed -nE 's/^cuMemAllocAsync .* ptr=(0x[0-9a-f]+) rc=0$/\1/p' | head -1)
+    [ -n "$d1" ]
+    grep -E '^(\[tcfuse\] )?(cuCtxSetCurrent|cuMemFreeAsync|cuMemPoolTrimTo) ' "$T/two.log" |
+        tail -5 | sed -E 's/^\[tcfuse\] //; s/ rc=0$//' >"$T/tail.txt"
+    grep -A1 '^cuCtxSetCurrent ctx=0x550000000200$' "$T/tail.txt" | grep -q "^cuMemFreeAsync ptr=$d1 " ||
+        { cat "$T/tail.txt"; return 1; }
+    [ "$(tail -2 "$T/tail.txt" | head -1)" = "cuCtxSetCurrent ctx=0x550000000100" ]
+    [ "$(tail -1 "$T/tail.txt" | cut -d' ' -f1)" = cuMemPoolTrimTo ]
+}

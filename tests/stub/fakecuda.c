@@ -263,24 +263,40 @@ CUresult cuDriverGetVersion(int *v)
     return rc;
 }
 
+int fk_devices(void)
+{
+    const char *v = getenv("FAKECUDA_DEVICES");
+    return v && atoi(v) == 2 ? 2 : 1;
+}
+
+int fk_ctx_ok(CUcontext ctx)
+{
+    return (uintptr_t)ctx == FK_CTX || ((uintptr_t)ctx == FK_CTX1 && fk_devices() == 2);
+}
+
+int fk_ctx_dev(CUcontext ctx)
+{
+    return (uintptr_t)ctx == FK_CTX1;
+}
+
 CUresult cuDeviceGetCount(int *n)
 {
     CUresult rc = fk_injected("cuDeviceGetCount");
     if (!rc && !n)
         rc = CUDA_ERROR_INVALID_VALUE;
     if (!rc)
-        *n = 1;
-    fk_log(0, "cuDeviceGetCount", rc, "count=1");
+        *n = fk_devices();
+    fk_log(0, "cuDeviceGetCount", rc, "count=%d", fk_devices());
     return rc;
 }
 
 CUresult cuDeviceGet(CUdevice *d, int ordinal)
 {
     CUresult rc = fk_injected("cuDeviceGet");
-    if (!rc && (!d || ordinal != 0))
+    if (!rc && (!d || ordinal < 0 || ordinal >= fk_devices()))
         rc = !d ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_DEVICE;
     if (!rc)
-        *d = 0;
+        *d = ordinal;
     fk_log(0, "cuDeviceGet", rc, "ordinal=%d", ordinal);
     return rc;
 }
@@ -291,7 +307,7 @@ CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
     int val = 0;
     if (!rc && (!v || a <= 0 || a >= CU_DEVICE_ATTRIBUTE_MAX))
         rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc && d != 0)
+    if (!rc && (d < 0 || d >= fk_devices()))
         rc = CUDA_ERROR_INVALID_DEVICE;
     switch (a) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: val = 9; break;
@@ -313,7 +329,7 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
     const char *v = getenv("FAKECUDA_TOTAL_MEM");
     if (!rc && !bytes)
         rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc && d != 0)
+    if (!rc && (d < 0 || d >= fk_devices()))
         rc = CUDA_ERROR_INVALID_DEVICE;
     if (!rc)
         *bytes = v ? (size_t)strtoull(v, NULL, 10) : (size_t)80 << 30;
@@ -326,11 +342,12 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d)
     CUresult rc = fk_injected("cuDevicePrimaryCtxRetain");
     if (!rc && !ctx)
         rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc && d != 0)
+    if (!rc && (d < 0 || d >= fk_devices()))
         rc = CUDA_ERROR_INVALID_DEVICE;
+    uintptr_t c = d == 1 ? FK_CTX1 : FK_CTX;
     if (!rc)
-        *ctx = (CUcontext)FK_CTX;
-    fk_log(0, "cuDevicePrimaryCtxRetain", rc, "dev=%d ctx=0x%lx", d, (unsigned long)FK_CTX);
+        *ctx = (CUcontext)c;
+    fk_log(0, "cuDevicePrimaryCtxRetain", rc, "dev=%d ctx=0x%lx", d, (unsigned long)c);
     return rc;
 }
 
@@ -361,7 +378,7 @@ CUresult cuCtxGetCurrent(CUcontext *ctx)
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
     CUresult rc = fk_injected("cuCtxSetCurrent");
-    if (!rc && ctx && (uintptr_t)ctx != FK_CTX)
+    if (!rc && ctx && !fk_ctx_ok(ctx))
         rc = CUDA_ERROR_INVALID_CONTEXT;
     if (!rc)
         fk_cur = ctx;
@@ -380,8 +397,8 @@ CUresult cuCtxGetDevice(CUdevice *d)
     if (!rc && !d)
         rc = CUDA_ERROR_INVALID_VALUE;
     if (!rc)
-        *d = 0;
-    fk_log(0, "cuCtxGetDevice", rc, "dev=0");
+        *d = fk_ctx_dev(fk_cur);
+    fk_log(0, "cuCtxGetDevice", rc, "dev=%d", fk_ctx_dev(fk_cur));
     return rc;
 }
 
@@ -390,13 +407,14 @@ CUresult cuCtxGetDevice_v2(CUdevice *d, CUcontext ctx)
     CUresult rc = fk_injected("cuCtxGetDevice_v2");
     if (!rc && !ctx)
         rc = fk_need_ctx(rc);
-    if (!rc && ctx && (uintptr_t)ctx != FK_CTX)
+    if (!rc && ctx && !fk_ctx_ok(ctx))
         rc = CUDA_ERROR_INVALID_CONTEXT;
     if (!rc && !d)
         rc = CUDA_ERROR_INVALID_VALUE;
     if (!rc)
-        *d = 0;
-    fk_log(0, "cuCtxGetDevice_v2", rc, "ctx=0x%lx dev=0", (unsigned long)(uintptr_t)ctx);
+        *d = fk_ctx_dev(ctx ? ctx : fk_cur);
+    fk_log(0, "cuCtxGetDevice_v2", rc, "ctx=0x%lx dev=%d", (unsigned long)(uintptr_t)ctx,
+           fk_ctx_dev(ctx ? ctx : fk_cur));
     return rc;
 }
 
@@ -412,7 +430,7 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
     CUresult rc = fk_injected("cuCtxSynchronize_v2");
     if (!rc && !ctx)
         rc = fk_need_ctx(rc);
-    if (!rc && ctx && (uintptr_t)ctx != FK_CTX)
+    if (!rc && ctx && !fk_ctx_ok(ctx))
         rc = CUDA_ERROR_INVALID_CONTEXT;
     fk_log(0, "cuCtxSynchronize_v2", rc, "ctx=0x%lx", (unsigned long)(uintptr_t)ctx);
     return rc;

@@ -25,6 +25,8 @@ const char *fakecuda_symbol_of(const void *p);
 #define FK_DEV_BASE   0x7f0000000000ull
 #define FK_DEV_V1     0x20000000ull
 #define FK_CTX        ((uintptr_t)0x550000000100ull)
+/* Device 1's primary context, with FAKECUDA_DEVICES=2 (default: one device). */
+#define FK_CTX1       ((uintptr_t)0x550000000200ull)
 #define FK_STREAM(n)  ((uintptr_t)0x550100000000ull + (uintptr_t)(n) * 0x100)
 #define FK_EVENT(n)   ((uintptr_t)0x550200000000ull + (uintptr_t)(n) * 0x100)
 #define FK_LIB(n)     ((uintptr_t)0x550300000000ull + (uintptr_t)(n) * 0x100)
@@ -37,8 +39,13 @@ const char *fakecuda_symbol_of(const void *p);
 
 /* Guards every table below. */
 extern pthread_mutex_t fk_mu;
-/* The calling thread's current context (NULL or FK_CTX). */
+/* The calling thread's current context (NULL, FK_CTX or FK_CTX1). */
 extern _Thread_local CUcontext fk_cur;
+/* The devices (FAKECUDA_DEVICES: 1 or 2); whether ctx is one of their primary contexts;
+ * the device of a context (FK_CTX1: 1, else 0). */
+int fk_devices(void);
+int fk_ctx_ok(CUcontext ctx);
+int fk_ctx_dev(CUcontext ctx);
 
 /* Appends "[tcfuse] "? abi fmt... " rc=N" to FAKECUDA_LOG, in one write. */
 void fk_log(int from_tcfuse, const char *abi, CUresult rc, const char *fmt, ...)

@@ -91,7 +91,7 @@ static CUresult fk_node_set(fk_node_t *nd, const CUDA_KERNEL_NODE_PARAMS *p)
     const fk_kern_t *k = fk_launchable((CUfunction)h, &kind);
     if (!k)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (!p->func && p->ctx && (uintptr_t)p->ctx != FK_CTX)
+    if (!p->func && p->ctx && !fk_ctx_ok(p->ctx))
         return CUDA_ERROR_INVALID_CONTEXT;
     if (!p->gridDimX || !p->gridDimY || !p->gridDimZ || !p->blockDimX || !p->blockDimY ||
         !p->blockDimZ || p->blockDimX * p->blockDimY * p->blockDimZ > 1024)
@@ -201,7 +201,7 @@ CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode
 static CUresult fk_op_set(fk_node_t *nd, const CUDA_MEMSET_NODE_PARAMS *ms, const CUDA_MEMCPY3D *mc,
                           CUcontext ctx)
 {
-    if (ctx && (uintptr_t)ctx != FK_CTX)
+    if (ctx && !fk_ctx_ok(ctx))
         return CUDA_ERROR_INVALID_CONTEXT;
     memset(nd, 0, sizeof *nd);
     if (ms) {

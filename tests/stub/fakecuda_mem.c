@@ -232,7 +232,7 @@ CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice d)
     CUresult rc = fk_injected("cuDeviceGetMemPool");
     if (!rc && !pool)
         rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc && d != 0)
+    if (!rc && (d < 0 || d >= fk_devices()))
         rc = CUDA_ERROR_INVALID_DEVICE;
     if (!rc)
         *pool = (CUmemoryPool)FK_POOL;
@@ -302,7 +302,7 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice d)
     CUresult rc = fk_injected("cuDeviceGetDefaultMemPool");
     if (!rc && !pool)
         rc = CUDA_ERROR_INVALID_VALUE;
-    if (!rc && d != 0)
+    if (!rc && (d < 0 || d >= fk_devices()))
         rc = CUDA_ERROR_INVALID_DEVICE;
     if (!rc)
         *pool = (CUmemoryPool)FK_POOL;

@@ -49,6 +49,14 @@
  *            memset and the GEMM go ahead of the held mul, mul's input is kept from
  *            hand-over once learned, and mul and add fuse (exec/ahead.c); prints how often
  *            the GEMM's output took mul's input's block to stderr
+ *   twodev   two devices (run it with FAKECUDA_DEVICES=2), each iteration: on device 0,
+ *            a block of N floats allocated and freed stream-ordered on the legacy stream;
+ *            then on device 1 a block of the same size allocated and freed there: the
+ *            legacy stream is the same handle (0) in both contexts,
+ *            and a block of device 0 must never be handed to device 1's allocation.
+ *            At the end device 0's pool is trimmed (as torch.cuda.empty_cache()).
+ *            Prints how many times device 1 got a block device 0 had freed (must be 0)
+ *            and exits 1 if it ever did
  *   alarm    the chain is launched again and again, a synchronize every third launch,
  *            until SIGALRM (a timer of US microseconds, default 2000) lands wherever it
  *            lands, often inside tcfuse's own code with its locks held, and its handler
@@ -213,6 +221,33 @@ int main(int argc, char **argv)
         fprintf(stderr, "ahead: up's output took gate's block %d times\n", handed);
         printf("done\n");
         return 0;
+    }
+    if (!strcmp(how, "twodev")) {
+        CUdevice d1 = 0;
+        CUcontext c0 = w.ctx, c1 = NULL;
+        said("cuDeviceGet 1", d.deviceGet(&d1, 1));
+        said("cuDevicePrimaryCtxRetain 1", d.primaryCtxRetain(&c1, d1));
+        int crossed = 0;
+        for (int it = 0; it < iters; it++) {
+            CUdeviceptr a = 0, b = 0;
+            said("cuCtxSetCurrent 0", d.ctxSetCurrent(c0));
+            said("cuMemAllocAsync a", d.memAllocAsync(&a, N * 4, NULL));
+            said("cuMemFreeAsync a", d.memFreeAsync(a, NULL));
+            said("cuCtxSetCurrent 1", d.ctxSetCurrent(c1));
+            said("cuMemAllocAsync b", d.memAllocAsync(&b, N * 4, NULL));
+            crossed += b == a;
+            said("cuMemFreeAsync b", d.memFreeAsync(b, NULL));
+            said("cuStreamSynchronize", d.streamSynchronize(NULL));
+        }
+        /* as torch.cuda.empty_cache() on device 0: what tcfuse kept goes back, device 1's
+         * blocks under device 1's context */
+        said("cuCtxSetCurrent 0", d.ctxSetCurrent(c0));
+        CUmemoryPool pool = NULL;
+        said("cuDeviceGetDefaultMemPool", d.defaultMemPool(&pool, 0));
+        said("cuMemPoolTrimTo", d.memPoolTrimTo(pool, 0));
+        printf("device 1 got device 0's block %d times\n", crossed);
+        printf("done\n");
+        return crossed ? 1 : 0;
     }
     if (!strcmp(how, "async")) {
         unsigned long long sum = 0;
