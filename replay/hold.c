@@ -445,6 +445,12 @@ int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds)
         if (tcf_window_hold_free(w, ptr, 0, stream, 0)) {
             atomic_fetch_add(&tcf_rctr.held_frees, 1);
             taken = 1;
+        } else {
+            /* No room to record it (out of memory): the held launches, which may read the
+             * block, go out first, and the free after them as issued. */
+            tcf_rissue_held(w);
+            atomic_fetch_add_explicit(&tcf_rctr.issued_failed, 1, memory_order_relaxed);
+            w->rstate = TCF_R_PASS;
         }
     }
     pthread_mutex_unlock(&w->lock);
