@@ -266,7 +266,9 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     replay_vs_eager slow TCFUSE_REPLAY_JUDGE=1 TCFUSE_REPLAY_SYNC=1 FAKECUDA_GRAPH_DELAY_US=3000 TCFUSE_VERBOSE=2 -- loop 60
     local e="$T/slow.graph.err"
     expect_line "$e" 'given up +not-faster 4$'
-    [ "$(grep -c 'as a graph, .* as issued (medians; 64 of 64 pairs slower): not replayed' "$e")" = 4 ]
+    # (each pair a 3 ms graph against launches of microseconds: all 64 slower, unless a busy
+    # host stalls a run as issued; the judge asks 48)
+    [ "$(grep -cE 'as a graph, .* as issued \(medians; (4[89]|5[0-9]|6[0-4]) of 64 pairs slower\): not replayed' "$e")" = 4 ]
     # a dropped key is not given up for good: it is counting again, or has a graph again
     expect_line "$e" 'keys .* 2 distinct keys: .*, 0 given up;'
     # runs as issued to time them come only while a key is judged, at even odds
