@@ -278,7 +278,7 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
          * in the window, whose chain goes on (frees sit inside groups). Other streams'
          * held work goes first. */
         tcf_flush_held(w, "other-stream");
-        return tcf_reuse_put(ptr, size, (uint64_t)(uintptr_t)stream) ? TCF_FREE_KEPT
+        return tcf_reuse_put(ptr, size, (uint64_t)(uintptr_t)stream, w->ctx) ? TCF_FREE_KEPT
                                                                       : TCF_FREE_NOW;
     }
     int taken = 0;
@@ -294,8 +294,8 @@ int tcf_exec_free(CUdeviceptr ptr, CUstream stream)
     }
     if (!taken) {
         tcf_flush_held(NULL, "other-work");
-        return tcf_reuse_put(ptr, size, (uint64_t)(uintptr_t)stream) ? TCF_FREE_KEPT
-                                                                      : TCF_FREE_NOW;
+        return tcf_reuse_put(ptr, size, (uint64_t)(uintptr_t)stream, w ? w->ctx : 0)
+                   ? TCF_FREE_KEPT : TCF_FREE_NOW;
     }
     return TCF_FREE_HELD;
 }
@@ -344,7 +344,7 @@ int tcf_exec_alloc(size_t size, CUstream stream, CUdeviceptr *ptr)
         if (got)
             atomic_fetch_add_explicit(&tcf_xctr.frees_handed, 1, memory_order_relaxed);
     }
-    if (!got && !(got = tcf_reuse_get(size, (uint64_t)(uintptr_t)stream)))
+    if (!got && !(got = tcf_reuse_get(size, (uint64_t)(uintptr_t)stream, w ? w->ctx : 0)))
         return 0;
     tcf_blocks_put(got, size);
     *ptr = got;

@@ -128,8 +128,9 @@ void tcf_reserve_forked(void);
 void tcf_reserve_stats(void);
 
 /* --- reuse.c: freed blocks kept for the next allocation of their size on their stream -- */
-int tcf_reuse_put(uint64_t ptr, uint64_t size, uint64_t stream);   /* 1: kept */
-uint64_t tcf_reuse_get(uint64_t size, uint64_t stream);             /* 0: none */
+/* ctx: the context of the stream's window (0: the calling thread's, looked up) */
+int tcf_reuse_put(uint64_t ptr, uint64_t size, uint64_t stream, uint64_t ctx);   /* 1: kept */
+uint64_t tcf_reuse_get(uint64_t size, uint64_t stream, uint64_t ctx);             /* 0: none */
 unsigned tcf_reuse_release(const char *why);   /* every kept block back to the driver */
 void tcf_reuse_boundary(const char *call);     /* at a boundary: release before some */
 void tcf_reuse_forked(void);

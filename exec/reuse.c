@@ -59,14 +59,16 @@ static uint64_t tcf_rbytes, tcf_rcount;
                                         __ATOMIC_RELAXED)
 atomic_int tcf_reuse_off;             /* a child after fork: nothing kept, nothing handed */
 
-/* The context a block on stream is kept for: the calling thread's for the handles every
- * context shares (0: legacy, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD), else 0. */
-static uint64_t tcf_reuse_ctx(uint64_t stream)
+/* The context a block on stream is kept for: for the handles every context shares (0:
+ * legacy, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) the one the caller knows the stream in
+ * (its window's), or the calling thread's when it knows none; else 0. */
+static uint64_t tcf_reuse_ctx(uint64_t stream, uint64_t ctx)
 {
     CUcontext c = NULL;
-    if (stream > (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD || !tcf_drv.ctx_get_current ||
-        tcf_drv.ctx_get_current(&c) != CUDA_SUCCESS)
+    if (stream > (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD)
         return 0;
+    if (ctx || !tcf_drv.ctx_get_current || tcf_drv.ctx_get_current(&c) != CUDA_SUCCESS)
+        return ctx;
     return (uint64_t)(uintptr_t)c;
 }
 
@@ -128,11 +130,11 @@ static int tcf_reuse_usable(void)
            !atomic_load_explicit(&tcf_app_captures, memory_order_relaxed);
 }
 
-int tcf_reuse_put(uint64_t ptr, uint64_t size, uint64_t stream)
+int tcf_reuse_put(uint64_t ptr, uint64_t size, uint64_t stream, uint64_t ctx)
 {
     if (!size || !tcf_reuse_usable())
         return 0;
-    uint64_t ctx = tcf_reuse_ctx(stream);
+    ctx = tcf_reuse_ctx(stream, ctx);
     int kept = 0;
     pthread_mutex_lock(&tcf_reuse_lock);
     if (__atomic_load_n(&tcf_rbytes, __ATOMIC_RELAXED) + size <= tcf_reuse_cap() &&
@@ -156,11 +158,12 @@ int tcf_reuse_put(uint64_t ptr, uint64_t size, uint64_t stream)
     return kept;
 }
 
-uint64_t tcf_reuse_get(uint64_t size, uint64_t stream)
+uint64_t tcf_reuse_get(uint64_t size, uint64_t stream, uint64_t ctx)
 {
     if (!size || !tcf_reuse_usable() || !__atomic_load_n(&tcf_rcount, __ATOMIC_RELAXED))
         return 0;
-    uint64_t ptr = 0, ctx = tcf_reuse_ctx(stream);
+    uint64_t ptr = 0;
+    ctx = tcf_reuse_ctx(stream, ctx);
     pthread_mutex_lock(&tcf_reuse_lock);
     if (tcf_rn) {
         uint32_t b = tcf_rbucket_of(size, stream, ctx), *link = &tcf_rbucket[b];

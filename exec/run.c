@@ -22,9 +22,9 @@ static void tcf_issue_original(const tcf_window_t *w, const tcf_event_t *e)
         atomic_fetch_add(&tcf_xctr.held_failed, 1);
 }
 
-static void tcf_issue_free(const tcf_event_t *e)
+static void tcf_issue_free(const tcf_window_t *w, const tcf_event_t *e)
 {
-    if (tcf_reuse_put(e->u.m.ptr, e->u.m.size, e->stream))
+    if (tcf_reuse_put(e->u.m.ptr, e->u.m.size, e->stream, w->ctx))
         return;   /* kept for the next allocation of its size on its stream (reuse.c) */
     uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
     if (tcf_drv.mem_free_async(e->u.m.ptr, (CUstream)(uintptr_t)e->stream) != CUDA_SUCCESS)
@@ -203,7 +203,7 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
                         tcf_issue_original(w, &w->ev[from + G->items[j]]);
                 }
                 for (uint32_t p = 0; p < npending; p++)
-                    tcf_issue_free(&w->ev[pending[p]]);
+                    tcf_issue_free(w, &w->ev[pending[p]]);
                 npending = 0;
             }
             e->held = 0;
@@ -219,12 +219,12 @@ void tcf_exec_flush(tcf_window_t *w, const char *reason)
             if (inside && npending < 64)
                 pending[npending++] = from + i;
             else
-                tcf_issue_free(e);
+                tcf_issue_free(w, e);
         }
         e->held = 0;
     }
     for (uint32_t p = 0; p < npending; p++)
-        tcf_issue_free(&w->ev[pending[p]]);
+        tcf_issue_free(w, &w->ev[pending[p]]);
     if (was_held) {  /* what holding bought: the hold policy learns it (sites.c) */
         if (!nfused)
             atomic_fetch_add_explicit(&tcf_xctr.holds_vain, 1, memory_order_relaxed);
