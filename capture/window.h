@@ -90,7 +90,7 @@ typedef struct tcf_window {
                                         * measured up to this window's first work) */
     uint64_t         rstart, rprev_start;  /* first work of this window, of the last one */
     uint32_t         rexplore;         /* windows seen: while keys are judged, about one in
-                                        * two that could be held runs as issued */
+                                        * two that begin as one of them runs as issued */
     uint8_t          rexpl;            /* this window is one of those */
     uint32_t         rvain;            /* held windows run as issued since the last replay */
     uint32_t         rskip, rback;     /* windows left to run as issued unheld, and the
