@@ -22,22 +22,22 @@ static void reset(uint64_t cap)
 TEST(lifo_per_stream_and_size)
 {
     reset(GB);
-    CHECK_EQ_U64(tcf_reuse_get(4096, 1), 0);                /* nothing kept yet */
-    CHECK(tcf_reuse_put(0x7f0000001000, 4096, 1));
-    CHECK(tcf_reuse_put(0x7f0000002000, 4096, 1));
-    CHECK(tcf_reuse_put(0x7f0000003000, 4096, 2));          /* another stream */
-    CHECK(tcf_reuse_put(0x7f0000004000, 8192, 1));          /* another size */
-    CHECK(!tcf_reuse_put(0x7f0000005000, 0, 1));            /* no size: never kept */
+    CHECK_EQ_U64(tcf_reuse_get(4096, 1, 0), 0);                /* nothing kept yet */
+    CHECK(tcf_reuse_put(0x7f0000001000, 4096, 1, 0));
+    CHECK(tcf_reuse_put(0x7f0000002000, 4096, 1, 0));
+    CHECK(tcf_reuse_put(0x7f0000003000, 4096, 2, 0));          /* another stream */
+    CHECK(tcf_reuse_put(0x7f0000004000, 8192, 1, 0));          /* another size */
+    CHECK(!tcf_reuse_put(0x7f0000005000, 0, 1, 0));            /* no size: never kept */
     CHECK_EQ_U64(tcf_reuse_bytes(), 3 * 4096 + 8192);
     CHECK(tcf_reuse_holds(0x7f0000004000 + 8191));           /* inside a kept block */
     CHECK(!tcf_reuse_holds(0x7f0000004000 + 8192));
     CHECK(!tcf_reuse_holds(0x7f0000000fff));
-    CHECK_EQ_U64(tcf_reuse_get(4096, 1), 0x7f0000002000);   /* the latest first */
-    CHECK_EQ_U64(tcf_reuse_get(4096, 1), 0x7f0000001000);
-    CHECK_EQ_U64(tcf_reuse_get(4096, 1), 0);                /* each once */
-    CHECK_EQ_U64(tcf_reuse_get(4097, 2), 0);                /* exact sizes only */
-    CHECK_EQ_U64(tcf_reuse_get(4096, 2), 0x7f0000003000);
-    CHECK_EQ_U64(tcf_reuse_get(8192, 1), 0x7f0000004000);
+    CHECK_EQ_U64(tcf_reuse_get(4096, 1, 0), 0x7f0000002000);   /* the latest first */
+    CHECK_EQ_U64(tcf_reuse_get(4096, 1, 0), 0x7f0000001000);
+    CHECK_EQ_U64(tcf_reuse_get(4096, 1, 0), 0);                /* each once */
+    CHECK_EQ_U64(tcf_reuse_get(4097, 2, 0), 0);                /* exact sizes only */
+    CHECK_EQ_U64(tcf_reuse_get(4096, 2, 0), 0x7f0000003000);
+    CHECK_EQ_U64(tcf_reuse_get(8192, 1, 0), 0x7f0000004000);
     CHECK(!tcf_reuse_holds(0x7f0000004000));                 /* handed out: not kept */
     CHECK_EQ_U64(tcf_reuse_bytes(), 0);
 }
@@ -45,22 +45,41 @@ TEST(lifo_per_stream_and_size)
 TEST(cap_capture_release)
 {
     reset(10000);
-    CHECK(tcf_reuse_put(0x7f0000010000, 6000, 1));
-    CHECK(!tcf_reuse_put(0x7f0000020000, 6000, 1));         /* past the cap: to the driver */
-    CHECK(tcf_reuse_put(0x7f0000030000, 4000, 1));
+    CHECK(tcf_reuse_put(0x7f0000010000, 6000, 1, 0));
+    CHECK(!tcf_reuse_put(0x7f0000020000, 6000, 1, 0));         /* past the cap: to the driver */
+    CHECK(tcf_reuse_put(0x7f0000030000, 4000, 1, 0));
     atomic_store(&tcf_app_captures, 1);                       /* a capture under way */
-    CHECK(!tcf_reuse_put(0x7f0000040000, 16, 3));
-    CHECK_EQ_U64(tcf_reuse_get(6000, 1), 0);
+    CHECK(!tcf_reuse_put(0x7f0000040000, 16, 3, 0));
+    CHECK_EQ_U64(tcf_reuse_get(6000, 1, 0), 0);
     atomic_store(&tcf_app_captures, 0);
-    CHECK_EQ_U64(tcf_reuse_get(6000, 1), 0x7f0000010000);
-    CHECK(tcf_reuse_put(0x7f0000010000, 6000, 1));
+    CHECK_EQ_U64(tcf_reuse_get(6000, 1, 0), 0x7f0000010000);
+    CHECK(tcf_reuse_put(0x7f0000010000, 6000, 1, 0));
     tcf_reuse_boundary("cuStreamSynchronize");                /* not one that gives back */
     CHECK_EQ_U64(tcf_reuse_bytes(), 10000);
     tcf_reuse_boundary("cuMemPoolTrimTo");
     CHECK_EQ_U64(tcf_reuse_bytes(), 0);
-    CHECK_EQ_U64(tcf_reuse_get(4000, 1), 0);
+    CHECK_EQ_U64(tcf_reuse_get(4000, 1, 0), 0);
     reset(0);                                                 /* TCFUSE_REUSE=0: off */
-    CHECK(!tcf_reuse_put(0x7f0000010000, 64, 1));
+    CHECK(!tcf_reuse_put(0x7f0000010000, 64, 1, 0));
+}
+
+/* The legacy and per-thread default streams (handles 0, 1, 2) are every context's: a block
+ * kept on one is kept for its context, and another context's allocation on the same handle
+ * does not get it. A stream of the application's own is one context's: the context the
+ * caller names does not matter there. */
+TEST(default_streams_by_context)
+{
+    reset(GB);
+    const uint64_t A = 0x550000000100ull, B = 0x550000000200ull, own = 0x5500000400ull;
+    CHECK(tcf_reuse_put(0x7f0000001000, 4096, 1, A));
+    CHECK(tcf_reuse_put(0x7f0000002000, 4096, 0, A));
+    CHECK_EQ_U64(tcf_reuse_get(4096, 1, B), 0);              /* device B: not A's block */
+    CHECK_EQ_U64(tcf_reuse_get(4096, 0, B), 0);
+    CHECK_EQ_U64(tcf_reuse_get(4096, 1, A), 0x7f0000001000);
+    CHECK_EQ_U64(tcf_reuse_get(4096, 0, A), 0x7f0000002000);
+    CHECK(tcf_reuse_put(0x7f0000003000, 4096, own, A));
+    CHECK_EQ_U64(tcf_reuse_get(4096, own, B), 0x7f0000003000);   /* its own stream's */
+    CHECK_EQ_U64(tcf_reuse_bytes(), 0);
 }
 
 /* Every node in use: further frees go to the driver until one is taken again. */
@@ -69,11 +88,11 @@ TEST(nodes_run_out)
     reset(1ull << 40);
     unsigned kept = 0;
     for (unsigned i = 0; i < 40000; i++)
-        kept += (unsigned)tcf_reuse_put(0x7f0000000000ull + (uint64_t)i * 512u, 512, 7);
+        kept += (unsigned)tcf_reuse_put(0x7f0000000000ull + (uint64_t)i * 512u, 512, 7, 0);
     CHECK_EQ_U64(kept, 32768);
-    CHECK(tcf_reuse_get(512, 7) != 0);
-    CHECK(tcf_reuse_put(0x7f1000000000ull, 512, 7));
-    CHECK(!tcf_reuse_put(0x7f1000001000ull, 512, 7));
+    CHECK(tcf_reuse_get(512, 7, 0) != 0);
+    CHECK(tcf_reuse_put(0x7f1000000000ull, 512, 7, 0));
+    CHECK(!tcf_reuse_put(0x7f1000001000ull, 512, 7, 0));
     CHECK_EQ_U64(tcf_reuse_release("test"), 32768);
     CHECK_EQ_U64(tcf_reuse_bytes(), 0);
 }
@@ -97,7 +116,7 @@ TEST(random_against_reference)
             if (depth[st][sz] == DEPTH)
                 continue;
             uint64_t p = next += 1u << 20;
-            if (!tcf_reuse_put(p, size, stream)) {
+            if (!tcf_reuse_put(p, size, stream, 0)) {
                 CHECK(0);
                 break;
             }
@@ -105,7 +124,7 @@ TEST(random_against_reference)
             bytes += size;
         } else {
             uint64_t want = depth[st][sz] ? stack[st][sz][--depth[st][sz]] : 0;
-            uint64_t got = tcf_reuse_get(size, stream);
+            uint64_t got = tcf_reuse_get(size, stream, 0);
             if (got != want) {
                 CHECK_EQ_U64(got, want);
                 break;
@@ -140,10 +159,10 @@ static void *churn(void *arg)
         s = s * 1103515245u + 12345u;
         if ((s >> 20) & 1 && n < 64) {
             uint64_t p = base + (uint64_t)i * 4096u;
-            if (tcf_reuse_put(p, 4096, stream))
+            if (tcf_reuse_put(p, 4096, stream, 0))
                 mine[n++] = p;
         } else {
-            uint64_t got = tcf_reuse_get(4096, stream);
+            uint64_t got = tcf_reuse_get(4096, stream, 0);
             if (got != (n ? mine[n - 1] : 0))
                 thread_bad[t] = 1;
             if (got)
@@ -171,6 +190,7 @@ int main(void)
 {
     RUN(lifo_per_stream_and_size);
     RUN(cap_capture_release);
+    RUN(default_streams_by_context);
     RUN(nodes_run_out);
     RUN(random_against_reference);
     RUN(threads_keep_to_their_streams);
