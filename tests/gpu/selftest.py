@@ -458,6 +458,13 @@ def main():
         n_smallk_eager = sum(1 for r in res["results"] if r["program"] == "smallk" and r["variant"] == "eager")
         check(rc == 0 and "(call 3 of 3)" in out and n_smallk_eager == 2 and
               any(c[0] == "| jax-mlp" and c[1] == "fuse" for c in rows(out)), "run-all merge", out[-1200:])
+        # With no eager run (a budget that stopped before one), outputs are not compared,
+        # not called different (a cold run is made before any repeat).
+        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "fuse",
+                     "--out", os.path.join(d, "noeager"))
+        check(rc == 0 and "DIFFERS" not in out and "| not compared (no eager run) |" in out and
+              "output not compared, no eager run: smallk fuse, smallk fuse-cold" in out,
+              "run-all no eager", out[-800:])
         # A tcfuse run that dies breaks the promise as a failure, whatever its checksum; one
         # run of a variant gives no spread, so no verdict on its speed.
         env["RUNALL_FAKE_CRASH"] = "1"
