@@ -159,7 +159,7 @@ static int tcf_rgraph_make(const tcf_rplan_t *p, uint8_t *const *bytes_of, CUgra
             if (n->attr[a].id == CU_LAUNCH_ATTRIBUTE_IGNORE ||
                 n->attr[a].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE ||
                 n->attr[a].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
-                continue;  /* off (key.c refuses them on): a node's default */
+                continue;  /* off, or (PDL) dropped: a node's default (key.c says why) */
             if (tcf_drv.graph_kernel_node_set_attribute(node, n->attr[a].id,
                                                         &n->attr[a].value) != CUDA_SUCCESS)
                 goto refused;

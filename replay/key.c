@@ -60,8 +60,13 @@ uint64_t tcf_rkey_step(uint64_t h, const tcf_rsig_t *s)
 }
 
 /* Attributes a kernel node carries as the launch did: cluster shape and scheduling,
- * priority. A cooperative launch and programmatic serialization change how the launch
- * runs (and a node does not carry them as a launch does): refused unless off. */
+ * priority. A cooperative launch changes how the launch runs (a node does not carry it
+ * as a launch does): refused unless off. Programmatic stream serialization (PDL, which
+ * cuDNN's and flash attention's kernels ask for) only lets the kernel start before the
+ * one ahead of it has finished, and such a kernel waits (griddepcontrol.wait) before
+ * reading what that one wrote: a node without it starts after, and computes the same
+ * bytes. So the node drops it (graph.c), and it is kept in the digest: the key says the
+ * launch asked for it. */
 int tcf_rattrs_ok(const CUlaunchAttribute *a, unsigned n, uint64_t *digest, int *bad)
 {
     uint64_t d = 0;
@@ -75,9 +80,10 @@ int tcf_rattrs_ok(const CUlaunchAttribute *a, unsigned n, uint64_t *digest, int 
                 goto refuse;
             continue;
         case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
-            if (a[i].value.programmaticStreamSerializationAllowed)
-                goto refuse;
-            continue;
+            if (!a[i].value.programmaticStreamSerializationAllowed)
+                continue;
+            w[0] = 1;
+            break;
         case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
             w[0] = a[i].value.clusterDim.x | (uint64_t)a[i].value.clusterDim.y << 32;
             w[1] = a[i].value.clusterDim.z;

@@ -183,6 +183,12 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     expect_line "$T/attrs.graph.err" 'cuts +8 before launches a node cannot carry'
     # a cluster dimension and a priority are carried by the node
     grep -q '^cuGraphLaunch.node name=ka_i4_p8 .* attrs=4:10101,8:1 ' "$T/attrs.graph.log"
+    # programmatic serialization is carried too, by a node without it (key.c says why):
+    # the launch with the scalar 0x5d5d00XX ran as a node in some iterations
+    grep -E '^cuGraphLaunch.node name=ka_i4_p8 ' "$T/attrs.graph.log" | grep -v ' attrs=' |
+        grep -cE 'params=..005d5d,' >"$T/attrs.pdl"
+    [ "$(cat "$T/attrs.pdl")" -gt 0 ]
+    grep -qE '^cuLaunchKernelEx .* attrs=6( |$)' "$T/attrs.eager.log"
     # the per-thread default stream is never held (two threads, 40 launches each)
     base ptds.eager "$PROGS/mt" -l gpa-ptds ptds 2 40
     TCFUSE_MODE=graph TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 tcf ptds.graph "$PROGS/mt" -l gpa-ptds ptds 2 40

@@ -17,6 +17,11 @@
 //             through the legacy stream's implicit order, no event
 //   async     cudaMallocAsync / cudaFreeAsync inside the loop: blocks freed behind the
 //             kernels that read them and handed out again
+//   pdl       programmatic dependent launch, as cuDNN's and flash attention's kernels use
+//             it: 24 pairs an iteration of a kernel that triggers its dependents' launch
+//             and one launched with programmatic stream serialization that waits for it
+//             (cudaGridDependencySynchronize) before reading what it wrote; graph mode
+//             carries them in nodes without the attribute
 //
 //   nvcc -O2 -arch=sm_90 -o replay tests/gpu/replay.cu
 #include <cuda_runtime.h>
@@ -271,10 +276,49 @@ static void mode_async(int iters)
     }
 }
 
+__global__ void pdl_head(float *y, const float *x, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i] * 0.75f;
+    cudaTriggerProgrammaticLaunchCompletion();  // after the write: the dependent may start
+}
+
+__global__ void pdl_tail(float *z, const float *y, float b, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float keep = i < n ? z[i] * b : 0.0f;  // z is not the head's: read before the wait
+    cudaGridDependencySynchronize();        // the head's writes are visible from here
+    if (i < n) z[i] = keep + y[i] * 0.5f;
+}
+
+static void mode_pdl(int iters)
+{
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    for (int it = 0; it < iters; it++) {
+        for (int j = 0; j < 24; j++) {
+            int r = (it + j) % 6;
+            float *x = F[r], *y = F[(r + 1) % 6], *z = F[(r + 3) % 6];
+            int n = (j % 5 == 4) ? N - 17 * (it % 3) : N;
+            pdl_head<<<(n + 255) / 256, 256, 0, s>>>(y, x, 1.0f / (float)(2 + (it + j) % 7), n);
+            CK(cudaGetLastError());
+            cudaLaunchConfig_t c;
+            memset(&c, 0, sizeof c);
+            c.gridDim = dim3((n + 255) / 256), c.blockDim = dim3(256), c.stream = s;
+            c.attrs = at, c.numAttrs = 1;
+            CK(cudaLaunchKernelEx(&c, pdl_tail, z, (const float *)y, 0.25f + 0.01f * (float)j, n));
+        }
+        iteration_end(s);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: replay vary|selfgraph|threads|legacy|async ITERS OUT\n");
+        fprintf(stderr, "usage: replay vary|selfgraph|threads|legacy|async|pdl ITERS OUT\n");
         return 2;
     }
     int iters = atoi(argv[2]);
@@ -286,6 +330,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "threads")) mode_threads(iters);
     else if (!strcmp(argv[1], "legacy")) mode_legacy(iters);
     else if (!strcmp(argv[1], "async")) mode_async(iters);
+    else if (!strcmp(argv[1], "pdl")) mode_pdl(iters);
     else { fprintf(stderr, "replay: unknown mode %s\n", argv[1]); return 2; }
     CK(cudaDeviceSynchronize());
     for (int b = 0; b < 6; b++) dump(F[b], N * sizeof(float));

@@ -177,14 +177,23 @@ TEST(hold_and_learn_agree)
     CHECK_EQ_INT(tcf_rsig_of_launch(w, &la, &c4, NULL), TCF_RN_OK);
     CHECK(c4.attrs != c.attrs);
 
-    /* refused: cooperative on, programmatic serialization on, an attribute unknown here */
+    /* carried: programmatic serialization, on or off; on is another key (the node
+     * drops it, and a launch without it is other work as far as the key knows) */
+    tcf_rsig_t pd0, pd1;
+    at[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    at[1].value.programmaticStreamSerializationAllowed = 0;
+    CHECK_EQ_INT(tcf_rsig_of_launch(w, &la, &pd0, NULL), TCF_RN_OK);
+    CHECK_EQ_INT(pd0.attrs, c4.attrs);   /* off: as if absent */
+    at[1].value.programmaticStreamSerializationAllowed = 1;
+    CHECK_EQ_INT(tcf_rsig_of_launch(w, &la, &pd1, NULL), TCF_RN_OK);
+    CHECK(pd1.attrs != pd0.attrs);
+
+    /* refused: cooperative on, an attribute unknown here */
     int bad = -1;
+    at[1].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     at[1].value.cooperative = 1;
     CHECK_EQ_INT(tcf_rsig_of_launch(w, &la, &c, &bad), TCF_RN_ATTR);
     CHECK_EQ_INT(bad, CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
-    at[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    at[1].value.programmaticStreamSerializationAllowed = 1;
-    CHECK_EQ_INT(tcf_rsig_of_launch(w, &la, &c, &bad), TCF_RN_ATTR);
     at[1].id = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
     CHECK_EQ_INT(tcf_rsig_of_launch(w, &la, &c, &bad), TCF_RN_ATTR);
     CHECK_EQ_INT(bad, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN);

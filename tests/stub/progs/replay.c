@@ -16,7 +16,9 @@
  *   memset     ITERS x (6 launches, cuMemsetD32Async, a launch, cuMemcpyDtoDAsync of 256
  *              or 260 bytes, 5 launches) |sync: memsets and copies are nodes too
  *   attrs      ITERS x (ka with a cluster dimension, 5 launches, ka cooperative, 5
- *              launches) through cuLaunchKernelEx |sync: the cooperative launch cuts
+ *              launches, ka with programmatic serialization (its scalar 0x5d5d00XX), 2
+ *              launches) through cuLaunchKernelEx |sync: the cooperative launch cuts, the
+ *              programmatic one is carried
  *   collective ITERS x (6 launches, a kernel named as NCCL's all-reduce, 6 launches) |sync:
  *              a collective is never held nor put in a graph (its host side posts each
  *              launch's work), and the windows around it are replayed
@@ -266,6 +268,14 @@ int main(int argc, char **argv)
             a[0].value.cooperative = 1;
             check(launch_ex((CUfunction)w.ka, w.s[0], p, a, 1));
             for (int j = 5; j < 10; j++)
+                check(one(it, j, w.s[0], 1));
+            int pn = 0x5d5d0000 | (it & 0xff);
+            void *pp[] = { &pn, &x };
+            memset(a, 0, sizeof a);
+            a[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            a[0].value.programmaticStreamSerializationAllowed = 1;
+            check(launch_ex((CUfunction)w.ka, w.s[0], pp, a, 1));
+            for (int j = 10; j < 12; j++)
                 check(one(it, j, w.s[0], 1));
             check(d.streamSynchronize(w.s[0]));
         }
