@@ -465,6 +465,14 @@ def main():
         check(rc == 0 and "DIFFERS" not in out and "| not compared (no eager run) |" in out and
               "output not compared, no eager run: smallk fuse, smallk fuse-cold" in out,
               "run-all no eager", out[-800:])
+        # Every measured run has what the host did around it (bench/hostwatch.py): the CPUs
+        # its first thread was seen on, and host.txt lists it beside its median.
+        res = json.load(open(os.path.join(d, "noeager", "results.json")))["results"]
+        host = open(os.path.join(d, "noeager", "host.txt")).read()
+        check(all(r.get("host", {}).get("main_cpus") for r in res) and
+              re.search(r"^smallk fuse 0 [0-9.]+ ", host, re.M) is not None and
+              "fuse-cold" not in host and "## smallk: 0 slow runs" in host,
+              "run-all host watch", host[-600:] + repr(res[-1].get("host")))
         # A tcfuse run that dies breaks the promise as a failure, whatever its checksum; one
         # run of a variant gives no spread, so no verdict on its speed.
         env["RUNALL_FAKE_CRASH"] = "1"
