@@ -153,9 +153,11 @@ def main():
     graphs = a.compile and a.compile_mode == "reduce-overhead"
 
     h = hashlib.sha256()
-    times, host = [], []
+    times, host, probes = [], [], []
     outs = []
     for i in range(a.warmup + a.iters):
+        if i % common.PROBE_EVERY == 0:   # between steps: the last one synchronized
+            probes.append(common.probe())
         if i == a.warmup:
             common.sampling()
         ids = torch.randint(0, vocab, (batch, seq), generator=g).to(dev)
@@ -195,6 +197,7 @@ def main():
     print("iter_ms " + " ".join("%.3f" % t for t in meas))
     print("median_ms %.3f" % statistics.median(meas))
     print("host_ms " + " ".join("%.3f" % t for t in host[a.warmup:]))
+    print("probe_ms " + " ".join("%.3f" % t for t in probes))
     print("checksum %s" % digest)
 
     if a.census:

@@ -90,8 +90,10 @@ def main():
 
     data = np.random.RandomState(1)
     h = hashlib.sha256()
-    times = []
+    times, probes = [], []
     for i in range(a.warmup + a.iters):
+        if i % common.PROBE_EVERY == 0:   # between steps: the last one finished
+            probes.append(common.probe())
         x = jax.device_put(data.standard_normal((a.batch, hid)).astype(np.float32))
         x.block_until_ready()
         t0 = time.perf_counter()
@@ -105,7 +107,7 @@ def main():
             libs = mapped_cuda_libs()
             print("cuda_libs " + " ".join("%s=%s" % kv for kv in sorted(libs.items())))
     common.report("model jax_mlp batch %d hidden %d layers %d dtype float32 op-by-op" % (
-        a.batch, hid, a.layers), times, a.warmup, h)
+        a.batch, hid, a.layers), times, a.warmup, h, probes)
 
 
 if __name__ == "__main__":

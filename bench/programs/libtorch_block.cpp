@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "probe.h"
 #include "sha256.h"
 
 struct BlockImpl : torch::nn::Module {
@@ -111,8 +112,14 @@ int main(int argc, char **argv)
     auto gen = at::detail::createCPUGenerator(1);
     sha256_t h;
     sha256_init(&h);
-    std::vector<double> times;
+    std::vector<double> times, probe_alu, probe_mem;
+    probe_init();
     for (int it = 0; it < warmup + iters; it++) {
+        if (it % PROBE_EVERY == 0) {   // between iterations: the GPU is idle, nothing timed
+            double a, m;
+            probe_run(&a, &m);
+            probe_alu.push_back(a), probe_mem.push_back(m);
+        }
         auto x = at::randn({batch, seq, hidden}, gen, torch::kFloat).to(dev);
         if (cuda)
             torch::cuda::synchronize();
@@ -138,6 +145,12 @@ int main(int argc, char **argv)
     for (double t : meas)
         std::printf(" %.3f", t);
     std::printf("\nmedian_ms %.3f\n", med);
-    std::printf("checksum %s\n", hex);
+    std::printf("probe_ms");
+    for (double t : probe_alu)
+        std::printf(" %.3f", t);
+    std::printf("\nprobe_mem_ms");
+    for (double t : probe_mem)
+        std::printf(" %.3f", t);
+    std::printf("\nchecksum %s\n", hex);
     return 0;
 }

@@ -37,8 +37,10 @@ def main():
     g = torch.Generator(device=dev).manual_seed(1)
 
     h = hashlib.sha256()
-    times = []
+    times, probes = [], []
     for i in range(a.warmup + a.iters):
+        if i % common.PROBE_EVERY == 0:   # between steps: the last one synchronized
+            probes.append(common.probe())
         x = torch.randn(a.batch, 3, 224, 224, generator=g, device=dev).to(
             torch.bfloat16, memory_format=torch.channels_last)
         torch.cuda.synchronize()
@@ -51,7 +53,7 @@ def main():
             o = out.cpu().contiguous()
             common.digest(h, o.dtype, o.shape, o.reshape(-1).view(torch.uint8).numpy().tobytes())
     common.report("model resnet50 batch %d dtype bfloat16 channels_last%s" % (
-        a.batch, " compiled" if a.compile else ""), times, a.warmup, h)
+        a.batch, " compiled" if a.compile else ""), times, a.warmup, h, probes)
 
 
 if __name__ == "__main__":

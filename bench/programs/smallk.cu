@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe.h"
 #include "sha256.h"
 
 #define NBUF 6
@@ -120,7 +121,13 @@ int main(int argc, char **argv)
 
     int total = warmup + iters;
     double *times = (double *)malloc((size_t)total * sizeof(double));
+    int nprobe = (total + PROBE_EVERY - 1) / PROBE_EVERY;
+    double *palu = (double *)malloc((size_t)nprobe * sizeof(double));
+    double *pmem = (double *)malloc((size_t)nprobe * sizeof(double));
+    probe_init();
     for (int it = 0; it < total; it++) {
+        if (it % PROBE_EVERY == 0)   /* between iterations: the GPU is idle, nothing timed */
+            probe_run(&palu[it / PROBE_EVERY], &pmem[it / PROBE_EVERY]);
         double t0 = now_ms();
         for (int j = 0; j < launches; j++) {
             /* The element count steps between n/2 and n; operands rotate among the buffers. */
@@ -164,7 +171,13 @@ int main(int argc, char **argv)
     for (int it = warmup; it < total; it++)
         printf(" %.3f", times[it]);
     printf("\nmedian_ms %.3f\n", med);
-    printf("checksum %s\n", hex);
+    printf("probe_ms");
+    for (int i = 0; i < nprobe; i++)
+        printf(" %.3f", palu[i]);
+    printf("\nprobe_mem_ms");
+    for (int i = 0; i < nprobe; i++)
+        printf(" %.3f", pmem[i]);
+    printf("\nchecksum %s\n", hex);
     for (int b = 0; b < NBUF; b++)
         CHECK(cudaFree(buf[b]));
     CHECK(cudaFree(acc));

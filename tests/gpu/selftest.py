@@ -470,7 +470,9 @@ def main():
         res = json.load(open(os.path.join(d, "noeager", "results.json")))["results"]
         host = open(os.path.join(d, "noeager", "host.txt")).read()
         check(all(r.get("host", {}).get("main_cpus") for r in res) and
-              re.search(r"^smallk fuse 0 [0-9.]+ ", host, re.M) is not None and
+              all(r.get("probe_ms") == [2.0, 2.1] for r in res if r["variant"] == "fuse") and
+              re.search(r"^smallk fuse 0 8\.\d\d 2\.050 1\.050 ", host, re.M) is not None and
+              "probe 2.0 ms" in host and
               "fuse-cold" not in host and "## smallk: 0 slow runs" in host,
               "run-all host watch", host[-600:] + repr(res[-1].get("host")))
         # A tcfuse run that dies breaks the promise as a failure, whatever its checksum; one
