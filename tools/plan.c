@@ -1,4 +1,4 @@
-/* plan: `tcfuse plan [--compile] [--window ID] FILE`. Replays a recorded trace through
+/* plan: `tcfuse plan [--compile] [--window ID] [--time N] FILE`. Replays a recorded trace through
  * the planner: each window's launches are decoded (recognize/decode.h) and planned
  * (fuser/fuser.h) exactly as the library would, and the groups, the stores they drop and
  * the source generated for them are printed, in file order with fixed formats, so tests
@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "recognize/decode.h"
 #include "recognize/decode_reduce.h"
@@ -43,6 +44,9 @@ typedef struct {
     int32_t *kix;                        /* a launch's kernel, an index into k; else -1 */
     size_t n, cap;
     int compile, found, quiet;           /* quiet: the coverage table alone (report) */
+    long time_reps;                      /* --time: plans of each window timed */
+    double plan_ns, plan_max_ns;         /* --time: sum of windows' mean plan, the largest */
+    int64_t plan_max_win, timed, timed_launches;
     const char *cmd;                     /* "plan" or "report", for messages */
     int64_t only;                        /* --window, or -1 */
     size_t top;                          /* rows of the kernels-left table */
@@ -59,7 +63,7 @@ typedef struct {
 void tcf_tool_help_plan(FILE *f)
 {
     fprintf(f,
-        "usage: tcfuse plan [--compile] [--window ID] FILE\n"
+        "usage: tcfuse plan [--compile] [--window ID] [--time N] FILE\n"
         "\n"
         "Plans a trace (TCFUSE_TRACE=FILE) as tcfuse would fuse it: for each window, its\n"
         "launches, the ops decoded (and why the others were not), the groups of ops that\n"
@@ -74,6 +78,9 @@ void tcf_tool_help_plan(FILE *f)
         "  -c, --compile        also compile each group with NVRTC for sm_%d and print the\n"
         "                       cubin's size (TCFUSE_NVRTC names the library)\n"
         "  -w, --window ID      only the window with this id\n"
+        "  -t, --time N         also plan each window N more times and print what planning\n"
+        "                       costs (the planner alone, as full mode runs it for every\n"
+        "                       window it replays with fused kernels): per window, per launch\n"
         "  -h, --help           this text\n", TCF_PLAN_ARCH);
 }
 
@@ -251,6 +258,20 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
         printf("window %" PRId64 ": %" PRIu64 " launches, %" PRIu64 " ops decoded, %zu items\n",
                id, launches, ops, m);
         print_counts("  not decoded: ", notdec, TCF_DECODE_NSTATUS + 1, decode_name);
+    }
+    if (s->time_reps > 0 && launches) {   /* before the plan the lines below print */
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (long r = 0; r < s->time_reps; r++)
+            tcf_fuser_plan(w, m, &s->plan);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        double ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) /
+                    (double)s->time_reps;
+        s->plan_ns += ns, s->timed++, s->timed_launches += (int64_t)launches;
+        if (ns > s->plan_max_ns)
+            s->plan_max_ns = ns, s->plan_max_win = id;
+        if (!s->quiet)
+            printf("  planning: %.1f us (mean of %ld)\n", ns / 1e3, s->time_reps);
     }
     if (tcf_fuser_plan(w, m, &s->plan) < 0) {
         if (!s->quiet) printf("  not planned: over %d items\n", TCF_FUSER_MAX_ITEMS);
@@ -469,6 +490,12 @@ static int run_plan(tcf_plan_state_t *s, const char *path)
            s->windows, s->launches, s->decoded, s->fused, s->groups, s->dropped, s->avoided);
     print_counts("  not decoded: ", s->notdec, TCF_DECODE_NSTATUS + 1, decode_name);
     print_counts("  not fused: ", s->unfused, TCF_FUSER_NREASON, fuser_name);
+    if (s->timed)
+        printf("planning: %" PRId64 " windows of %" PRId64 " launches, %.1f us a window, "
+               "%.0f ns a launch; the longest %.1f us (window %" PRId64 ")\n", s->timed,
+               s->timed_launches, s->plan_ns / 1e3 / (double)s->timed,
+               s->plan_ns / (double)(s->timed_launches ? s->timed_launches : 1),
+               s->plan_max_ns / 1e3, s->plan_max_win);
     return s->failed ? TCF_EXIT_FAIL : TCF_EXIT_OK;
 }
 
@@ -502,15 +529,16 @@ int tcf_tool_plan(int argc, char **argv)
 {
     static const struct option opts[] = {
         { "compile", no_argument, NULL, 'c' }, { "window", required_argument, NULL, 'w' },
-        { "help", no_argument, NULL, 'h' },    { NULL, 0, NULL, 0 },
+        { "time", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     tcf_plan_state_t *s;
     char *end, err[512];
     int c, rc, compile = 0;
-    long long only = -1;
+    long long only = -1, reps = 0;
 
     optind = 1, opterr = 0;
-    while ((c = getopt_long(argc, argv, "cw:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "cw:t:h", opts, NULL)) != -1) {
         switch (c) {
         case 'c': compile = 1; break;
         case 'w':
@@ -519,10 +547,17 @@ int tcf_tool_plan(int argc, char **argv)
                 return tcf_tool_bad_usage("plan", "--window wants a window id, not '%s'", optarg);
             }
             break;
+        case 't':
+            reps = strtoll(optarg, &end, 10);
+            if (*optarg == 0 || *end != 0 || reps < 1 || reps > 1000000) {
+                return tcf_tool_bad_usage("plan", "--time wants a count from 1 to 1000000, not '%s'",
+                                          optarg);
+            }
+            break;
         case 'h': tcf_tool_help_plan(stdout); return TCF_EXIT_OK;
         default:
             return tcf_tool_bad_usage("plan", "%s option '%s'",
-                                      optopt == 'w' ? "missing value for" : "unknown",
+                                      optopt == 'w' || optopt == 't' ? "missing value for" : "unknown",
                                       argv[optind - 1]);
         }
     }
@@ -534,7 +569,7 @@ int tcf_tool_plan(int argc, char **argv)
         return TCF_EXIT_FAIL;
     }
     s = plan_new("plan");
-    s->compile = compile, s->only = only;
+    s->compile = compile, s->only = only, s->time_reps = (long)reps;
     if (s->compile) printf("nvrtc %s, sm_%d\n", tcf_nvrtc_version(), TCF_PLAN_ARCH);
     rc = run_plan(s, argv[optind]);
     plan_free(s);

@@ -158,8 +158,26 @@ EOF
     grep -q 'no window 9' "$T/err"
     split "$TCFUSE" help plan
     [ "$status" -eq 0 ]
-    grep -q '^usage: tcfuse plan \[--compile\] \[--window ID\] FILE' "$T/out"
+    grep -q '^usage: tcfuse plan \[--compile\] \[--window ID\] \[--time N\] FILE' "$T/out"
     "$TCFUSE" --help | grep -q '^  plan '
+    split "$TCFUSE" plan --time 0 "$GELU"
+    [ "$status" -eq 2 ]
+    grep -q -- '--time wants a count from 1 to 1000000' "$T/err"
+    split "$TCFUSE" plan --time
+    [ "$status" -eq 2 ]
+}
+
+@test "plan: --time says what planning costs, per window and in all, and plans the same" {
+    split "$TCFUSE" plan "$GELU"
+    [ "$status" -eq 0 ]
+    cp "$T/out" "$T/plain"
+    split "$TCFUSE" plan --time 50 "$GELU"
+    [ "$status" -eq 0 ]
+    # each window with launches gets its line, and the rest of the output is unchanged
+    [ "$(grep -cE '^  planning: [0-9]+\.[0-9] us \(mean of 50\)$' "$T/out")" -eq 2 ]
+    diff <(grep -v 'planning: ' "$T/out") "$T/plain"
+    # the total covers both windows' 16 launches
+    grep -qE '^planning: 2 windows of 16 launches, [0-9]+\.[0-9] us a window, [0-9]+ ns a launch; the longest [0-9]+\.[0-9] us \(window [12]\)$' "$T/out"
 }
 
 @test "plan: recorded program traces plan without failures (skipped when absent)" {
