@@ -76,7 +76,9 @@ int tcf_rfull_fill(tcf_rplan_t *p, tcf_window_t *w, const tcf_rsig_t *sigs, uint
 {
     tcf_steps_t *st = tcf_rsteps_mine();
     uint64_t epoch = tcf_exec_steps_epoch();   /* before planning: a move during it is seen */
+    uint64_t t0 = tcf_now_ns();
     int r = tcf_exec_steps_on() ? tcf_exec_steps(w, 1, st) : -1;
+    atomic_fetch_add_explicit(&tcf_rctr.full_learn_ns, tcf_now_ns() - t0, memory_order_relaxed);
     if (r == 0 && !st->final) {   /* kernels compiling: a plain graph until they are done */
         atomic_fetch_add(&tcf_rctr.full_waiting, 1);
         atomic_store(&p->upgrade_epoch, epoch | 1);   /* never 0 */
@@ -150,7 +152,10 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
     *patched = 0;
     if (!tcf_exec_steps_on())
         return -1;   /* exec stopped (exit began): the window runs as issued, the key kept */
-    if (tcf_exec_steps(w, 0, st) != 0 || st->n != p->n) {
+    uint64_t t0 = tcf_now_ns();
+    int planned = tcf_exec_steps(w, 0, st);
+    atomic_fetch_add_explicit(&tcf_rctr.full_plan_ns, tcf_now_ns() - t0, memory_order_relaxed);
+    if (planned != 0 || st->n != p->n) {
         *reason = TCF_RG_plan_changed;
         return -1;
     }
@@ -208,7 +213,10 @@ int tcf_rfull_upgrade_due(tcf_rplan_t *p, tcf_window_t *w)
     if (!was || (epoch | 1) == was || !tcf_exec_steps_on())
         return 0;
     tcf_steps_t *st = tcf_rsteps_mine();
-    if (tcf_exec_steps(w, 1, st) != 0) {   /* nothing could be planned: stay plain */
+    uint64_t t0 = tcf_now_ns();
+    int r = tcf_exec_steps(w, 1, st);
+    atomic_fetch_add_explicit(&tcf_rctr.full_learn_ns, tcf_now_ns() - t0, memory_order_relaxed);
+    if (r != 0) {   /* nothing could be planned: stay plain */
         atomic_store(&p->upgrade_epoch, 0);
         return 0;
     }
@@ -230,13 +238,19 @@ void tcf_rfull_stats_print(void)
     tcf_out("  full          %llu windows replayed with generated kernels (%llu kernels run in "
             "graphs, %llu launches fused away); %llu graphs made with fused steps, %llu with "
             "nothing to fuse; %llu plain while their kernels compiled, %llu of them replaced "
-            "by fused ones",
+            "by fused ones; on the application's threads, %.1f ms planning replayed windows again "
+            "(%.1f us a window), %.1f ms planning at learning and upgrades",
             (unsigned long long)atomic_load(&tcf_rctr.full_replayed),
             (unsigned long long)atomic_load(&tcf_rctr.full_fused),
             (unsigned long long)atomic_load(&tcf_rctr.full_removed),
             (unsigned long long)atomic_load(&tcf_rctr.full_plans),
             (unsigned long long)atomic_load(&tcf_rctr.full_plain),
             (unsigned long long)atomic_load(&tcf_rctr.full_waiting),
-            (unsigned long long)atomic_load(&tcf_rctr.full_upgraded));
+            (unsigned long long)atomic_load(&tcf_rctr.full_upgraded),
+            (double)atomic_load(&tcf_rctr.full_plan_ns) / 1e6,
+            atomic_load(&tcf_rctr.full_replayed)
+                ? (double)atomic_load(&tcf_rctr.full_plan_ns) / 1e3 /
+                      (double)atomic_load(&tcf_rctr.full_replayed) : 0.0,
+            (double)atomic_load(&tcf_rctr.full_learn_ns) / 1e6);
     tcf_exec_steps_stats_print();
 }

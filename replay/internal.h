@@ -366,6 +366,11 @@ typedef struct {
                                                       * windows held */
     atomic_ullong replayed, launches_replayed, frees_after;
     atomic_ullong patched, patch_max, patches_hist[TCF_R_PATCH_BUCKETS];
+    /* nanoseconds of the application's threads in replays (a window's steps planned again
+     * in full mode, its nodes patched, its graph launched), and of those, full mode's
+     * planning; and full mode's planning at learning and upgrades: what replay costs where
+     * the program waits for it */
+    atomic_ullong replay_ns, full_plan_ns, full_learn_ns;
     atomic_ullong issued_diverged, issued_no_graph, issued_order, issued_failed,
                   issued_collision, issued_exit, issued_held_launches;
     atomic_ullong learned, learn_untracked, not_buildable, keys_reclaimed;

@@ -47,8 +47,10 @@ void tcf_replay_stats_print(void)
         else
             len += (size_t)snprintf(line + len, sizeof line - len, " %u-%u:%llu", lo, hi, c);
     }
-    tcf_out("  patches       nodes patched per replay:%s; mean %.2f, max %llu", len ? line : " none",
-            rep ? (double)L(patched) / (double)rep : 0.0, L(patch_max));
+    tcf_out("  patches       nodes patched per replay:%s; mean %.2f, max %llu; %.1f ms replaying "
+            "on the application's threads (%.1f us a window)", len ? line : " none",
+            rep ? (double)L(patched) / (double)rep : 0.0, L(patch_max),
+            (double)L(replay_ns) / 1e6, rep ? (double)L(replay_ns) / 1e3 / (double)rep : 0.0);
     tcf_out("  as issued     held windows run as issued: %llu left a graph's path, %llu closed "
             "without a ready graph, %llu for another stream's order, %llu at exit, %llu failed, "
             "%llu mismatched; %llu windows run as issued to time them (%llu graphs judged, "

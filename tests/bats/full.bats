@@ -80,6 +80,10 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     same_text "stdout" "$T/wait.plain.out" "$T/wait.full.out"
     same_work "$T/wait.plain.log" "$T/wait.full.log"
     expect_line "$T/wait.full.err" '1 plain while their kernels compiled, 1 of them replaced by fused ones'
+    # what replay took on the application's thread: at least the stub's 4 ms a graph launch
+    # per window replayed; full mode's planning is counted in its own line
+    expect_line "$T/wait.full.err" "ms replaying on the application's threads \\(([4-9][0-9]{3}|[1-9][0-9]{4,})\\.[0-9] us a window\\)"
+    expect_line "$T/wait.full.err" "; on the application's threads, [0-9]+\\.[0-9] ms planning replayed windows again \\([0-9]+\\.[0-9] us a window\\), [0-9]+\\.[0-9] ms planning at learning and upgrades$"
     [ "$(full_replayed "$T/wait.full.err")" -gt 0 ] || { cat "$T/wait.full.err"; return 1; }
     # one graph of each: the plain one first, then the fused one
     expect_line "$T/wait.full.err" '1 graphs made with fused steps, 0 with nothing to fuse'
