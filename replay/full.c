@@ -157,6 +157,9 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
     atomic_fetch_add_explicit(&tcf_rctr.full_plan_ns, tcf_now_ns() - t0, memory_order_relaxed);
     if (planned != 0 || st->n != p->n) {
         *reason = TCF_RG_plan_changed;
+        atomic_fetch_add_explicit(&tcf_rctr.full_changed_count, 1, memory_order_relaxed);
+        tcf_log(TCF_LOG_INFO, "full mode: key %016llx: window planned into %u steps, its graph "
+                "has %u", (unsigned long long)p->key, planned ? 0u : st->n, p->n);
         return -1;
     }
     uint8_t *stack_bytes[128], **bytes_of = stack_bytes;
@@ -188,6 +191,12 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
         }
         if (memcmp(&sig, &p->nodes[j].sig, sizeof sig)) {
             *reason = TCF_RG_plan_changed;
+            atomic_fetch_add_explicit(&tcf_rctr.full_changed_step, 1, memory_order_relaxed);
+            if (s->fused)
+                atomic_fetch_add_explicit(&tcf_rctr.full_changed_fused, 1, memory_order_relaxed);
+            tcf_log(TCF_LOG_INFO, "full mode: key %016llx: step %u of %u differs from its "
+                    "graph's node (%s)", (unsigned long long)p->key, j, p->n,
+                    s->fused ? "a generated kernel" : "a launch as issued");
             break;
         }
         if (j + 1 == p->n)
@@ -252,5 +261,11 @@ void tcf_rfull_stats_print(void)
                 ? (double)atomic_load(&tcf_rctr.full_plan_ns) / 1e3 /
                       (double)atomic_load(&tcf_rctr.full_replayed) : 0.0,
             (double)atomic_load(&tcf_rctr.full_learn_ns) / 1e6);
+    unsigned long long cc = atomic_load(&tcf_rctr.full_changed_count),
+                       cs = atomic_load(&tcf_rctr.full_changed_step);
+    if (cc || cs)
+        tcf_out("  plan changed  %llu windows planned into another number of steps than their "
+                "graph's, %llu with a step of another kernel, shape or parameter size (%llu of "
+                "them a generated kernel's)", cc, cs, atomic_load(&tcf_rctr.full_changed_fused));
     tcf_exec_steps_stats_print();
 }

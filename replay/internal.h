@@ -371,6 +371,10 @@ typedef struct {
      * planning; and full mode's planning at learning and upgrades: what replay costs where
      * the program waits for it */
     atomic_ullong replay_ns, full_plan_ns, full_learn_ns;
+    /* full mode's plan-changed windows: planned into another number of steps (or not at
+     * all), or a step of another kernel, shape or parameter size; of those, a generated
+     * kernel's step (a group bound otherwise, or another kernel) */
+    atomic_ullong full_changed_count, full_changed_step, full_changed_fused;
     atomic_ullong issued_diverged, issued_no_graph, issued_order, issued_failed,
                   issued_collision, issued_exit, issued_held_launches;
     atomic_ullong learned, learn_untracked, not_buildable, keys_reclaimed;

@@ -139,6 +139,9 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     same_text "misalign: stdout" "$T/mis.plain.out" "$T/mis.full.out"
     same_text "misalign: kernels" <(kernels "$T/mis.plain.log") <(kernels "$T/mis.full.log")
     expect_line "$T/mis.full.err" '^tcfuse: +given up +plan-changed 1$'
+    # the stats say how it changed: the generated kernel's step (the misaligned set's
+    # kernel is another)
+    expect_line "$T/mis.full.err" '^tcfuse: +plan changed +0 windows planned into another number of steps than their graph.s, 1 with a step of another kernel, shape or parameter size \(1 of them a generated kernel.s\)$'
     expect_line "$T/mis.full.err" '^tcfuse: +replay +0 windows run as graphs'
     # a patch refused: the whole graph is updated instead, and the window still replays
     FAKECUDA_FAIL=cuGraphExecKernelNodeSetParams_v2 TCFUSE_MODE=full TCFUSE_STATS=1 \
