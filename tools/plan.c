@@ -533,7 +533,7 @@ int tcf_tool_plan(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     tcf_plan_state_t *s;
-    char *end, err[512];
+    char err[512];
     int c, rc, compile = 0;
     long long only = -1, reps = 0;
 
@@ -542,17 +542,13 @@ int tcf_tool_plan(int argc, char **argv)
         switch (c) {
         case 'c': compile = 1; break;
         case 'w':
-            only = strtoll(optarg, &end, 10);
-            if (*optarg == 0 || *end != 0 || only < 0) {
+            if (tcf_tool_int(optarg, 0, INT64_MAX, &only) != 0)
                 return tcf_tool_bad_usage("plan", "--window wants a window id, not '%s'", optarg);
-            }
             break;
         case 't':
-            reps = strtoll(optarg, &end, 10);
-            if (*optarg == 0 || *end != 0 || reps < 1 || reps > 1000000) {
+            if (tcf_tool_int(optarg, 1, 1000000, &reps) != 0)
                 return tcf_tool_bad_usage("plan", "--time wants a count from 1 to 1000000, not '%s'",
                                           optarg);
-            }
             break;
         case 'h': tcf_tool_help_plan(stdout); return TCF_EXIT_OK;
         default:

@@ -358,7 +358,7 @@ int tcf_tool_reduce(int argc, char **argv)
     };
     tcf_red_state_t *s = memset(tcf_tool_realloc(NULL, sizeof *s), 0, sizeof *s);
     const char **spf[] = { &s->sp.prologue, &s->sp.epilogue, &s->sp.row_pass, &s->sp.helpers };
-    char *end, err[512];
+    char err[512];
     int c, rc = TCF_EXIT_USAGE;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     s->arch = 90, s->only = -1, s->jobs = cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus;
@@ -370,9 +370,9 @@ int tcf_tool_reduce(int argc, char **argv)
         case 'a':
         case 'n':
         case 'j': {
-            long long v = strtoll(optarg, &end, 10);
-            if (*optarg == 0 || *end != 0 || v < 0 || (c == 'a' && (v < 50 || v > 1000)) ||
-                (c == 'j' && (v < 1 || v > 64))) {
+            long long v;
+            if (tcf_tool_int(optarg, c == 'a' ? 50 : c == 'j' ? 1 : 0,
+                             c == 'a' ? 1000 : c == 'j' ? 64 : INT64_MAX, &v) != 0) {
                 fprintf(stderr, "tcfuse reduce: bad value '%s' for --%s\n", optarg,
                         c == 'a' ? "arch" : c == 'j' ? "jobs" : "launch");
                 goto out;

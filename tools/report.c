@@ -36,19 +36,16 @@ int tcf_tool_report(int argc, char **argv)
     };
     const char *chrome = NULL;
     tcf_report_t r;
-    long top = 10;
-    char *end;
+    long long top = 10;
     int c, rc;
 
     optind = 1, opterr = 0;
     while ((c = getopt_long(argc, argv, "n:c:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n':
-            top = strtol(optarg, &end, 10);
-            if (*optarg == 0 || *end != 0 || top < 1 || top > 1000000) {
+            if (tcf_tool_int(optarg, 1, 1000000, &top) != 0)
                 return tcf_tool_bad_usage("report", "--top wants a number from 1 up, not '%s'",
                                           optarg);
-            }
             break;
         case 'c': chrome = optarg; break;
         case 'h': tcf_tool_help_report(stdout); return TCF_EXIT_OK;

@@ -30,6 +30,9 @@ int tcf_tool_coverage(const char *path, size_t top);
 /* Bad arguments: one line on stderr, "tcfuse CMD: <what> (tcfuse help CMD)" (CMD NULL:
  * "tcfuse: <what> (tcfuse --help)"), and returns TCF_EXIT_USAGE. */
 int tcf_tool_bad_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An option's value as a decimal integer from lo to hi: 0 and *out set, or -1 (empty,
+ * trailing characters, out of range). */
+int tcf_tool_int(const char *s, long long lo, long long hi, long long *out);
 
 /* Help texts, to f. */
 void tcf_tool_usage(FILE *f);

@@ -1,6 +1,7 @@
 /* util: allocation that exits on failure, the one line of a usage error, and the
  * open-addressing hash map the report uses (keys are kernel ids, window keys, reasons and
  * call sites). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,17 @@ int tcf_tool_bad_usage(const char *cmd, const char *fmt, ...)
     else
         fprintf(stderr, "tcfuse: %s (tcfuse --help)\n", what);
     return TCF_EXIT_USAGE;
+}
+
+int tcf_tool_int(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*s == 0 || *end != 0 || errno || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
 }
 
 void *tcf_tool_realloc(void *p, size_t n)
