@@ -177,12 +177,14 @@ static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
         renew = 1;   /* full mode: its fused plan replaces this plain graph */
     } else {
         CUcontext prev;
-        uint64_t t0 = tcf_now_ns();
+        uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;   /* for the patches line alone */
         int sw = tcf_rctx_enter(w, &prev);
         done = (p->osig ? tcf_rfull_replay(p, w, &reason, &patched)
                         : tcf_rgraph_replay(p, w, &reason, &patched)) == 0;
         tcf_rctx_leave(sw, prev);
-        atomic_fetch_add_explicit(&tcf_rctr.replay_ns, tcf_now_ns() - t0, memory_order_relaxed);
+        if (t0)
+            atomic_fetch_add_explicit(&tcf_rctr.replay_ns, tcf_now_ns() - t0,
+                                      memory_order_relaxed);
         if (done) {
             p->replays++;
             w->graph_nodes = p->n;

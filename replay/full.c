@@ -72,13 +72,21 @@ static void tcf_rnode_index(const tcf_window_t *w, uint32_t *map)
         map[i] = tcf_revent_node(&w->ev[i]) ? j++ : UINT32_MAX;
 }
 
+/* tcf_exec_steps; with stats on, its time on this thread added to *ns (the full line). */
+static int tcf_rfull_steps(tcf_window_t *w, int learn, tcf_steps_t *st, atomic_ullong *ns)
+{
+    uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
+    int r = tcf_exec_steps(w, learn, st);
+    if (t0)
+        atomic_fetch_add_explicit(ns, tcf_now_ns() - t0, memory_order_relaxed);
+    return r;
+}
+
 int tcf_rfull_fill(tcf_rplan_t *p, tcf_window_t *w, const tcf_rsig_t *sigs, uint32_t n)
 {
     tcf_steps_t *st = tcf_rsteps_mine();
     uint64_t epoch = tcf_exec_steps_epoch();   /* before planning: a move during it is seen */
-    uint64_t t0 = tcf_now_ns();
-    int r = tcf_exec_steps_on() ? tcf_exec_steps(w, 1, st) : -1;
-    atomic_fetch_add_explicit(&tcf_rctr.full_learn_ns, tcf_now_ns() - t0, memory_order_relaxed);
+    int r = tcf_exec_steps_on() ? tcf_rfull_steps(w, 1, st, &tcf_rctr.full_learn_ns) : -1;
     if (r == 0 && !st->final) {   /* kernels compiling: a plain graph until they are done */
         atomic_fetch_add(&tcf_rctr.full_waiting, 1);
         atomic_store(&p->upgrade_epoch, epoch | 1);   /* never 0 */
@@ -152,9 +160,7 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
     *patched = 0;
     if (!tcf_exec_steps_on())
         return -1;   /* exec stopped (exit began): the window runs as issued, the key kept */
-    uint64_t t0 = tcf_now_ns();
-    int planned = tcf_exec_steps(w, 0, st);
-    atomic_fetch_add_explicit(&tcf_rctr.full_plan_ns, tcf_now_ns() - t0, memory_order_relaxed);
+    int planned = tcf_rfull_steps(w, 0, st, &tcf_rctr.full_plan_ns);
     if (planned != 0 || st->n != p->n) {
         *reason = TCF_RG_plan_changed;
         atomic_fetch_add_explicit(&tcf_rctr.full_changed_count, 1, memory_order_relaxed);
@@ -222,10 +228,7 @@ int tcf_rfull_upgrade_due(tcf_rplan_t *p, tcf_window_t *w)
     if (!was || (epoch | 1) == was || !tcf_exec_steps_on())
         return 0;
     tcf_steps_t *st = tcf_rsteps_mine();
-    uint64_t t0 = tcf_now_ns();
-    int r = tcf_exec_steps(w, 1, st);
-    atomic_fetch_add_explicit(&tcf_rctr.full_learn_ns, tcf_now_ns() - t0, memory_order_relaxed);
-    if (r != 0) {   /* nothing could be planned: stay plain */
+    if (tcf_rfull_steps(w, 1, st, &tcf_rctr.full_learn_ns) != 0) {   /* stay plain */
         atomic_store(&p->upgrade_epoch, 0);
         return 0;
     }

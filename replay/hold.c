@@ -19,8 +19,8 @@
  * Device memsets and device-to-device copies are held like launches (memset and copy
  * nodes). What is not held, and cuts the window before and after it: launches a graph
  * node cannot carry as they were made (cooperative, attributes unknown here; a
- * programmatic serialization is carried without it, key.c says why), NCCL's collectives (recognize.h), launches whose parameters
- * could not be copied. Nothing on the
+ * programmatic serialization is carried without it, key.c says why), NCCL's collectives
+ * (recognize.h), launches whose parameters could not be copied. Nothing on the
  * per-thread default stream is held (held work may be issued by another thread, whose
  * per-thread stream is another). While the application captures a stream itself,
  * nothing is held.

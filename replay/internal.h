@@ -366,10 +366,10 @@ typedef struct {
                                                       * windows held */
     atomic_ullong replayed, launches_replayed, frees_after;
     atomic_ullong patched, patch_max, patches_hist[TCF_R_PATCH_BUCKETS];
-    /* nanoseconds of the application's threads in replays (a window's steps planned again
-     * in full mode, its nodes patched, its graph launched), and of those, full mode's
-     * planning; and full mode's planning at learning and upgrades: what replay costs where
-     * the program waits for it */
+    /* with stats on, nanoseconds of the application's threads in replays (a window's
+     * steps planned again in full mode, its nodes patched, its graph launched), and of
+     * those, full mode's planning; and full mode's planning at learning and upgrades: what
+     * replay costs where the program waits for it */
     atomic_ullong replay_ns, full_plan_ns, full_learn_ns;
     /* full mode's plan-changed windows: planned into another number of steps (or not at
      * all), or a step of another kernel, shape or parameter size; of those, a generated

@@ -547,13 +547,14 @@ int tcf_tool_plan(int argc, char **argv)
             break;
         case 't':
             if (tcf_tool_int(optarg, 1, 1000000, &reps) != 0)
-                return tcf_tool_bad_usage("plan", "--time wants a count from 1 to 1000000, not '%s'",
-                                          optarg);
+                return tcf_tool_bad_usage("plan", "--time wants a count from 1 to 1000000, "
+                                          "not '%s'", optarg);
             break;
         case 'h': tcf_tool_help_plan(stdout); return TCF_EXIT_OK;
         default:
             return tcf_tool_bad_usage("plan", "%s option '%s'",
-                                      optopt == 'w' || optopt == 't' ? "missing value for" : "unknown",
+                                      optopt == 'w' || optopt == 't' ? "missing value for"
+                                                                     : "unknown",
                                       argv[optind - 1]);
         }
     }
