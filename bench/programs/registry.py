@@ -70,12 +70,15 @@ def variants_of(name, variants):
     return [v for v in variants if v != "compile" or PROGRAMS[name]["host"] == TORCH_COMPILE]
 
 
-def command(name, variant="eager", trace=False, python=None):
-    """The argv that runs a program (in a traced run, with its shorter arguments)."""
+def command(name, variant="eager", trace=False, python=None, iters=None):
+    """The argv that runs a program (in a traced run, with its shorter arguments; with
+    iters, that many measured iterations)."""
     p = PROGRAMS[name]
     args = list(p["args"])
     if trace:   # a later option wins, in argparse as in the C programs' parsers
         args += p.get("trace", ["--iters", "1", "--warmup", "1"])
+    if iters:
+        args += ["--iters", str(iters)]
     if variant == "compile":
         args.append("--compile")
     exe = os.path.join(ROOT, args[0])

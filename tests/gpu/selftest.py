@@ -431,6 +431,23 @@ def main():
         rc, out = ra("--fake", "--programs", "smallk", "--pin", "0-4095", "--out", os.path.join(d, "pin2"))
         check(rc != 0 and "are not this process's to run on" in out, "run-all pin refused", out[-300:])
 
+        # --iters: the program's own count replaced (its later option wins), in every run,
+        # and said in the table's first line; no count, the program's own
+        argv_out = os.path.join(d, "argv.txt")
+        env["RUNALL_FAKE_ARGV_OUT"] = argv_out
+        rc, out = ra("--fake", "--programs", "llama-4x2048", "--repeats", "1", "--variants",
+                     "eager,full", "--iters", "40", "--out", os.path.join(d, "iters"))
+        rc2, out2 = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager",
+                       "--out", os.path.join(d, "iters2"))
+        del env["RUNALL_FAKE_ARGV_OUT"]
+        argvs = open(argv_out).read().split("\n")[:-1] if os.path.exists(argv_out) else []
+        check(rc == 0 and rc2 == 0 and len(argvs) >= 3 and
+              all(a.endswith("--iters 40") for a in argvs[:-1]) and argvs[-1].endswith("--warmup 20")
+              and "40 measured iterations a run (--iters)" in out and "(--iters)" not in out2,
+              "run-all iters", out[-400:] + repr(argvs))
+        rc, out = ra("--fake", "--programs", "smallk", "--iters", "-1", "--out", os.path.join(d, "iters3"))
+        check(rc != 0 and "--iters: -1 is not a count" in out, "run-all iters refused", out[-300:])
+
         # Any other variant name is a tcfuse mode, passed as TCFUSE_MODE, with its own cold
         # run; compile applies to the Python PyTorch programs alone; a mode the library does
         # not have shows (its stats say which mode ran).
