@@ -1,0 +1,179 @@
+// What replay's driver calls cost the host, per call, on the GPU at hand: patching an
+// executable graph's node (a kernel node by its parameters' size, a memset node, a copy
+// node), and launching the graph, with the graph's last launch still queued behind GPU
+// work (as on a GPU-bound program, where a key's previous window has not run yet) and with
+// the GPU idle. Replay patches every node whose bytes changed, then launches (replay/
+// graph.c); its stats give the time a replayed window takes on the application's thread,
+// and this says how much of it is the driver's.
+//
+// Each measurement: a graph of 32 nodes, node 0 of the kind measured and 31 small kernels;
+// per round, a long kernel queued first (busy) or the stream synchronized (idle), the graph
+// launched, node 0 patched with new bytes (timed) and the graph launched again (timed);
+// and, as "ring", the same as busy with a second executable instance of the graph patched
+// and launched instead of the one still queued.
+// Prints medians over the rounds, in microseconds.
+//
+//   nvcc -O2 -arch=sm_90 -o patch_cost bench/patch_cost.cu && ./patch_cost [spin_us]
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CK(x)                                                                     \
+    do {                                                                          \
+        cudaError_t e_ = (x);                                                     \
+        if (e_ != cudaSuccess) {                                                  \
+            fprintf(stderr, "patch_cost: %s: %s\n", #x, cudaGetErrorString(e_)); \
+            exit(1);                                                              \
+        }                                                                         \
+    } while (0)
+
+template <int N> struct blob { float *p; unsigned char pad[N - sizeof(float *)]; };
+
+template <int N> __global__ void param_kernel(blob<N> b) { b.p[threadIdx.x] += b.pad[threadIdx.x]; }
+
+__global__ void small_kernel(float *p, float v) { p[threadIdx.x] += v; }
+
+__global__ void spin_kernel(long long ns) {
+    long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < ns);
+}
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, n, sizeof *v, cmp);
+    return v[n / 2];
+}
+
+#define ROUNDS 41
+#define NODES 32
+
+static cudaStream_t s;
+static float *buf;    // 64 floats: small kernels and patched pointers
+static char *bytes;   // 2 x 1 MiB: memset and copy targets
+
+enum kind { K16, K256, K1024, K4096, MEMSET, COPY, NKIND };
+static const char *kind_name[NKIND] = {"kernel, 16 B of parameters", "kernel, 256 B", "kernel, 1 KiB",
+                                       "kernel, 4 KiB", "memset node (64 KiB)", "copy node (64 KiB)"};
+
+template <int N> static void kernel_params(cudaKernelNodeParams *kp, blob<N> *b, void **args, int r) {
+    b->p = buf + (r & 1) * 32;
+    memset(b->pad, r & 0xff, sizeof b->pad);
+    args[0] = b;
+    memset(kp, 0, sizeof *kp);
+    kp->func = (void *)param_kernel<N>;
+    kp->gridDim = dim3(1), kp->blockDim = dim3(32);
+    kp->kernelParams = args;
+}
+
+static blob<16> b16;
+static blob<256> b256;
+static blob<1024> b1024;
+static blob<4096> b4096;
+
+// Node 0's parameters for round r (r < 0: the graph's first).
+static void node0(enum kind k, int r, cudaKernelNodeParams *kp, void **args, cudaMemsetParams *ms,
+                  cudaMemcpy3DParms *mc) {
+    int h = r & 1;
+    switch (k) {
+    case K16: kernel_params(kp, &b16, args, r); break;
+    case K256: kernel_params(kp, &b256, args, r); break;
+    case K1024: kernel_params(kp, &b1024, args, r); break;
+    case K4096: kernel_params(kp, &b4096, args, r); break;
+    case MEMSET:
+        memset(ms, 0, sizeof *ms);
+        ms->dst = bytes + h * (1 << 20), ms->value = (unsigned)r & 0xff, ms->elementSize = 1;
+        ms->width = 65536, ms->height = 1, ms->pitch = 0;
+        break;
+    default:
+        memset(mc, 0, sizeof *mc);
+        mc->srcPtr = make_cudaPitchedPtr(bytes + h * (1 << 20), 65536, 65536, 1);
+        mc->dstPtr = make_cudaPitchedPtr(bytes + (1 - h) * (1 << 20) + 4096 * h, 65536, 65536, 1);
+        mc->extent = make_cudaExtent(65536, 1, 1);
+        mc->kind = cudaMemcpyDeviceToDevice;
+    }
+}
+
+// busy 0: idle; 1: the instance just launched patched; 2: a second instance of the graph
+// patched and launched (a ring of two), the first's launch still queued.
+static void measure(enum kind k, long long spin_ns, int busy, double *patch, double *launch) {
+    cudaGraph_t g;
+    CK(cudaGraphCreate(&g, 0));
+    cudaGraphNode_t nodes[NODES];
+    cudaKernelNodeParams kp;
+    void *args[2];
+    cudaMemsetParams ms;
+    cudaMemcpy3DParms mc;
+    node0(k, 0, &kp, args, &ms, &mc);
+    if (k == MEMSET) CK(cudaGraphAddMemsetNode(&nodes[0], g, NULL, 0, &ms));
+    else if (k == COPY) CK(cudaGraphAddMemcpyNode(&nodes[0], g, NULL, 0, &mc));
+    else CK(cudaGraphAddKernelNode(&nodes[0], g, NULL, 0, &kp));
+    float v = 1.0f, *p = buf;
+    void *sargs[2] = {&p, &v};
+    cudaKernelNodeParams sp = {};
+    sp.func = (void *)small_kernel, sp.gridDim = dim3(1), sp.blockDim = dim3(32), sp.kernelParams = sargs;
+    for (int i = 1; i < NODES; i++) CK(cudaGraphAddKernelNode(&nodes[i], g, &nodes[i - 1], 1, &sp));
+    cudaGraphExec_t ex, ex2;
+    CK(cudaGraphInstantiate(&ex, g, 0));
+    CK(cudaGraphInstantiate(&ex2, g, 0));
+    for (int i = 0; i < 10; i++) CK(cudaGraphLaunch(i & 1 ? ex2 : ex, s));
+    CK(cudaStreamSynchronize(s));
+    double pt[ROUNDS], lt[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        if (busy) spin_kernel<<<1, 1, 0, s>>>(spin_ns);
+        CK(cudaGraphLaunch(ex, s));
+        if (!busy) CK(cudaStreamSynchronize(s));
+        node0(k, r + 1, &kp, args, &ms, &mc);
+        cudaGraphExec_t e = busy == 2 ? ex2 : ex;
+        double t0 = now_us();
+        if (k == MEMSET) CK(cudaGraphExecMemsetNodeSetParams(e, nodes[0], &ms));
+        else if (k == COPY) CK(cudaGraphExecMemcpyNodeSetParams(e, nodes[0], &mc));
+        else CK(cudaGraphExecKernelNodeSetParams(e, nodes[0], &kp));
+        double t1 = now_us();
+        CK(cudaGraphLaunch(e, s));
+        double t2 = now_us();
+        pt[r] = t1 - t0, lt[r] = t2 - t1;
+        CK(cudaStreamSynchronize(s));
+    }
+    *patch = median(pt, ROUNDS), *launch = median(lt, ROUNDS);
+    CK(cudaGraphExecDestroy(ex));
+    CK(cudaGraphExecDestroy(ex2));
+    CK(cudaGraphDestroy(g));
+}
+
+int main(int argc, char **argv) {
+    long long spin_ns = (argc > 1 ? atoll(argv[1]) : 2000) * 1000;
+    if (spin_ns < 0) {
+        fprintf(stderr, "usage: patch_cost [spin_us]\n");
+        return 2;
+    }
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CK(cudaMalloc(&buf, 64 * sizeof(float)));
+    CK(cudaMalloc(&bytes, 2 << 20));
+    spin_kernel<<<1, 1, 0, s>>>(1000);
+    CK(cudaStreamSynchronize(s));
+    printf("patch_cost: graphs of %d nodes, node 0 patched each round; %d rounds; medians in us;\n"
+           "busy: %lld us of GPU work queued ahead of the graph's last launch\n",
+           NODES, ROUNDS, spin_ns / 1000);
+    printf("  %-28s %8s %8s %8s %8s %8s %8s\n", "node 0, patch / launch:", "idle", "", "busy", "",
+           "ring", "");
+    for (int k = 0; k < NKIND; k++) {
+        double pt[3], lt[3];
+        for (int b = 0; b < 3; b++) measure((enum kind)k, spin_ns, b, &pt[b], &lt[b]);
+        printf("  %-28s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", kind_name[k], pt[0], lt[0], pt[1],
+               lt[1], pt[2], lt[2]);
+    }
+    return 0;
+}
