@@ -173,8 +173,8 @@ static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
     uint32_t patched = 0;
     if (!tcf_rmatches(p, w)) {
         atomic_fetch_add_explicit(&tcf_rctr.issued_collision, 1, memory_order_relaxed);
-    } else if (!p->osig && tcf_rfull_upgrade_due(p, w)) {
-        renew = 1;   /* full mode: its fused plan replaces this plain graph */
+    } else if (tcf_rfull_upgrade_due(p, w)) {
+        renew = 1;   /* full mode: a plan fusing more replaces this graph */
     } else {
         CUcontext prev;
         uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;   /* for the patches line alone */
@@ -193,6 +193,8 @@ static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
             atomic_fetch_add_explicit(&tcf_rctr.launches_replayed, w->nlaunch,
                                       memory_order_relaxed);
             tcf_rstats_patched(patched);
+        } else if (reason == TCF_R_RENEW) {
+            renew = 1;   /* full mode: a kernel came while the window was planned */
         } else {
             atomic_fetch_add_explicit(&tcf_rctr.issued_failed, 1, memory_order_relaxed);
         }

@@ -1,22 +1,27 @@
 /* Full mode (TCFUSE_MODE=full): graph mode's windows, keys and holding, with graphs made
  * of the window's fusion plan (exec/steps.h) instead of its launches. A key is still the
  * window's launches (the same work, the same key); when it is warm its window is planned
- * as fuse mode would run it, and only a final plan (no group's kernel still compiling or
- * verifying) becomes a graph: each fused group one node of its generated kernel, the
- * other launches, memsets and copies nodes as issued. A plan with nothing fused is graph
- * mode's plan; so is a plan that is not final, for now: the key replays as in graph mode
- * while its kernels compile (a short program or a server's first minutes would otherwise
- * gain nothing from replay), and once the kernel table has moved its next window is
- * planned again; a final plan with fused steps then replaces the plain graph (the window
- * runs as issued, the key is counted again from the warm-up count, and its next window
- * makes the fused plan at once).
+ * as fuse mode would run it: each fused group one node of its generated kernel, the other
+ * launches, memsets and copies nodes as issued. A plan with nothing fused is graph mode's
+ * plan. A group whose kernel is still compiling, verifying or loading from the disk cache
+ * runs as issued in the graph, as in a fuse-mode flush, and the groups whose kernels are
+ * ready are fused nodes at once: a short program or a server's first minutes would
+ * otherwise gain nothing from what is ready, and one kernel compiled late kept a whole
+ * window's fusion out of its graph (the Llama forward at 4 x 2048 on the H200, 60
+ * iterations: 8 of 12 keys plain to the end of a run, 24-25 ms an iteration where the runs
+ * whose keys were fused took 19.8). Such a plan is not final; once the kernel table has
+ * moved, the key's next window is planned again (tcf_rfull_upgrade_due), and a plan that
+ * fuses more groups replaces the graph: that window runs as issued, the key is counted
+ * again from the warm-up count, and its next window makes the new plan at once.
  *
  * Every held window of a key with fused nodes is planned again when it closes (its
  * pointers and scalars are its own, and so are the fused kernels' bound arguments); its
  * steps must be the graph's node for node (the same kernels, shapes, parameter sizes),
  * and their bytes are patched like any node's. Steps that differ (a kernel evicted from
  * exec's table and made again, a group bound differently) run the window as issued and
- * give the key up (plan-changed): a graph never runs steps other than its own. */
+ * give the key up (plan-changed): a graph never runs steps other than its own. A plan not
+ * final whose steps differ after the kernel table moved (a kernel came between the check
+ * and the planning) is made again instead (TCF_R_RENEW). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,16 +92,15 @@ int tcf_rfull_fill(tcf_rplan_t *p, tcf_window_t *w, const tcf_rsig_t *sigs, uint
     tcf_steps_t *st = tcf_rsteps_mine();
     uint64_t epoch = tcf_exec_steps_epoch();   /* before planning: a move during it is seen */
     int r = tcf_exec_steps_on() ? tcf_rfull_steps(w, 1, st, &tcf_rctr.full_learn_ns) : -1;
-    if (r == 0 && !st->final) {   /* kernels compiling: a plain graph until they are done */
-        atomic_fetch_add(&tcf_rctr.full_waiting, 1);
-        atomic_store(&p->upgrade_epoch, epoch | 1);   /* never 0 */
+    /* not final: planned again once the table moves (epoch + 1: never 0, and every move
+     * seen; epoch | 1 took 2 and 3 for one, and missed the kernel that came between) */
+    atomic_store(&p->upgrade_epoch, r == 0 && !st->final ? epoch + 1 : 0);
+    if (r != 0 || !st->fused) {   /* nothing fused (yet): graph mode's plan */
+        atomic_fetch_add(r == 0 && !st->final ? &tcf_rctr.full_waiting : &tcf_rctr.full_plain, 1);
         return tcf_rplan_fill(p, w, sigs, n);
     }
-    atomic_store(&p->upgrade_epoch, 0);
-    if (r != 0 || !st->fused) {   /* nothing fused: graph mode's plan */
-        atomic_fetch_add(&tcf_rctr.full_plain, 1);
-        return tcf_rplan_fill(p, w, sigs, n);
-    }
+    if (!st->final)
+        atomic_fetch_add(&tcf_rctr.full_partial, 1);
     uint32_t m = st->n, len = 0;
     uint32_t *map = tcf_malloc(w->nev * sizeof *map);
     p->nodes = tcf_calloc(m, sizeof *p->nodes);
@@ -154,6 +158,22 @@ oom:
     return -1;
 }
 
+/* Whether p's plan is not final and the kernel table has moved since it was made. */
+static int tcf_rfull_moved(tcf_rplan_t *p)
+{
+    uint64_t was = atomic_load(&p->upgrade_epoch);
+    return was && tcf_exec_steps_epoch() + 1 != was;
+}
+
+/* A window of a plan not final planned into other steps after the table moved: the key
+ * is made again (the window runs as issued), never given up for it. */
+static int tcf_rfull_renew_due(int *reason)
+{
+    *reason = TCF_R_RENEW;
+    atomic_fetch_add_explicit(&tcf_rctr.full_renewed_late, 1, memory_order_relaxed);
+    return -1;
+}
+
 int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched)
 {
     tcf_steps_t *st = tcf_rsteps_mine();
@@ -162,6 +182,8 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
         return -1;   /* exec stopped (exit began): the window runs as issued, the key kept */
     int planned = tcf_rfull_steps(w, 0, st, &tcf_rctr.full_plan_ns);
     if (planned != 0 || st->n != p->n) {
+        if (tcf_rfull_moved(p))
+            return tcf_rfull_renew_due(reason);
         *reason = TCF_RG_plan_changed;
         atomic_fetch_add_explicit(&tcf_rctr.full_changed_count, 1, memory_order_relaxed);
         tcf_log(TCF_LOG_INFO, "full mode: key %016llx: window planned into %u steps, its graph "
@@ -196,6 +218,10 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
                 break;
         }
         if (memcmp(&sig, &p->nodes[j].sig, sizeof sig)) {
+            if (tcf_rfull_moved(p)) {
+                tcf_rfull_renew_due(reason);
+                break;
+            }
             *reason = TCF_RG_plan_changed;
             atomic_fetch_add_explicit(&tcf_rctr.full_changed_step, 1, memory_order_relaxed);
             if (s->fused)
@@ -225,19 +251,15 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
 int tcf_rfull_upgrade_due(tcf_rplan_t *p, tcf_window_t *w)
 {
     uint64_t was = atomic_load(&p->upgrade_epoch), epoch = tcf_exec_steps_epoch();
-    if (!was || (epoch | 1) == was || !tcf_exec_steps_on())
+    if (!was || epoch + 1 == was || !tcf_exec_steps_on())
         return 0;
     tcf_steps_t *st = tcf_rsteps_mine();
-    if (tcf_rfull_steps(w, 1, st, &tcf_rctr.full_learn_ns) != 0) {   /* stay plain */
+    if (tcf_rfull_steps(w, 1, st, &tcf_rctr.full_learn_ns) != 0) {   /* the graph stays, final */
         atomic_store(&p->upgrade_epoch, 0);
         return 0;
     }
-    if (!st->final) {
-        atomic_store(&p->upgrade_epoch, epoch | 1);
-        return 0;
-    }
-    atomic_store(&p->upgrade_epoch, 0);
-    if (!st->fused)
+    atomic_store(&p->upgrade_epoch, st->final ? 0 : epoch + 1);
+    if (st->fused <= p->fused)   /* no more fused than the graph: it stays */
         return 0;
     atomic_fetch_add(&tcf_rctr.full_upgraded, 1);
     return 1;
@@ -249,8 +271,9 @@ void tcf_rfull_stats_print(void)
         return;
     tcf_out("  full          %llu windows replayed with generated kernels (%llu kernels run in "
             "graphs, %llu launches fused away); %llu graphs made with fused steps, %llu with "
-            "nothing to fuse; %llu plain while their kernels compiled, %llu of them replaced "
-            "by fused ones; on the application's threads, %.1f ms planning replayed windows again "
+            "nothing to fuse; %llu plain while their kernels compiled, %llu fused while some "
+            "did; %llu replaced by plans fusing more (%llu as a kernel came while a window was "
+            "planned); on the application's threads, %.1f ms planning replayed windows again "
             "(%.1f us a window), %.1f ms planning at learning and upgrades",
             (unsigned long long)atomic_load(&tcf_rctr.full_replayed),
             (unsigned long long)atomic_load(&tcf_rctr.full_fused),
@@ -258,7 +281,10 @@ void tcf_rfull_stats_print(void)
             (unsigned long long)atomic_load(&tcf_rctr.full_plans),
             (unsigned long long)atomic_load(&tcf_rctr.full_plain),
             (unsigned long long)atomic_load(&tcf_rctr.full_waiting),
-            (unsigned long long)atomic_load(&tcf_rctr.full_upgraded),
+            (unsigned long long)atomic_load(&tcf_rctr.full_partial),
+            (unsigned long long)(atomic_load(&tcf_rctr.full_upgraded) +
+                                 atomic_load(&tcf_rctr.full_renewed_late)),
+            (unsigned long long)atomic_load(&tcf_rctr.full_renewed_late),
             (double)atomic_load(&tcf_rctr.full_plan_ns) / 1e6,
             atomic_load(&tcf_rctr.full_replayed)
                 ? (double)atomic_load(&tcf_rctr.full_plan_ns) / 1e3 /

@@ -131,6 +131,8 @@ enum {
     TCF_RG__COUNT
 };
 extern const char *const tcf_rg_names[TCF_RG__COUNT];
+/* Not a reason to give up: full mode's plan is made again (full.c). */
+#define TCF_R_RENEW (-2)
 
 /* One node of a plan: its launch's signature, where its last bytes are kept in the
  * plan's shadow, its attributes (applied once, at build) and the graph's node. */
@@ -179,9 +181,10 @@ typedef struct tcf_rplan {
      * generated kernels, replacing `removed` launches more than their count. */
     tcf_rsig_t       *osig;            /* NULL: the nodes are the window's launches */
     uint32_t          norig, fused, removed;
-    /* Full mode, a plain graph made while the key's kernels compiled (osig NULL): the
-     * kernel table's epoch when its window was last planned; 0 when the plain graph is
-     * final. Read and written by the flushes that replay it (full.c). */
+    /* Full mode, a graph made while some of the key's kernels compiled (plain, or with
+     * the groups whose kernels were ready fused): the kernel table's epoch when its
+     * window was last planned, + 1; 0 when the plan is final. Read and written by the
+     * flushes that replay it (full.c). */
     atomic_ullong     upgrade_epoch;
 } tcf_rplan_t;
 
@@ -314,20 +317,21 @@ void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
 /* TCFUSE_MODE=full: plans are made from exec's steps of the window (exec/steps.h). */
 extern int tcf_rfull;
 /* Makes p (BUILDING, no lock held) from window w's fusion plan; w's n node signatures
- * are sigs. 0 filled: p's nodes are the steps; or the launches, when nothing fuses, or
- * when the plan is not final (a group's kernel still compiling: a plain graph replays the
- * key meanwhile, and tcf_rfull_upgrade_due replaces it once the kernels are done); -1 out
- * of memory. */
+ * are sigs. 0 filled: p's nodes are the steps (the groups whose kernels are ready fused,
+ * the others' launches as issued while their kernels compile: tcf_rfull_upgrade_due
+ * replaces the graph as more come), or the launches when nothing fuses (yet); -1 out of
+ * memory. */
 int tcf_rfull_fill(tcf_rplan_t *p, tcf_window_t *w, const tcf_rsig_t *sigs, uint32_t n);
 /* Runs held window w as p's graph of steps (p->osig set, w matched): its steps planned
  * again for this window, compared with p's nodes, the fused ones' parameters patched like
- * any node. 0 replayed; -1 not (*reason plan_changed when the steps differ). */
+ * any node. 0 replayed; -1 not (*reason plan_changed when the steps differ, TCF_R_RENEW
+ * when they differ in a plan not final after the kernel table moved). */
 int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched);
-/* A plain graph made while p's kernels compiled (upgrade_epoch set), about to replay held
- * window w: once the kernel table has moved since w's key was last planned, w is planned
- * again. 1: the plan is final with fused steps, and the plain graph is to be replaced
- * (the window then runs as issued and makes the new plan); 0: replay the plain graph (a
- * final plan with nothing fused makes it final too). w locked, p taken. */
+/* A graph made while some of p's kernels compiled (upgrade_epoch set), about to replay
+ * held window w: once the kernel table has moved since w's key was last planned, w is
+ * planned again. 1: the plan fuses more groups than the graph, which is to be replaced
+ * (the window then runs as issued and makes the new plan); 0: replay the graph (final
+ * from now on when the plan is). w locked, p taken; any plan (0 at once when final). */
 int tcf_rfull_upgrade_due(tcf_rplan_t *p, tcf_window_t *w);
 /* The summary's line (stats.c). */
 void tcf_rfull_stats_print(void);
@@ -390,11 +394,12 @@ typedef struct {
     atomic_ullong quiet;            /* their launches, counted only (hold.c) */
     atomic_ullong cuts_unsupported;
     /* full mode: windows replayed with generated kernels, those kernels' runs and the
-     * launches they replaced; keys made a plain graph while their kernels compiled, and
-     * of those the plain graphs replaced by fused ones; keys made a graph with steps,
-     * with nothing fused */
+     * launches they replaced; keys made a plain graph while their kernels compiled;
+     * graphs replaced by ones fusing more; keys made a graph with fused steps, and of
+     * those while other kernels of theirs compiled; with nothing fused; windows whose
+     * plan, not final, changed as a kernel came (made again) */
     atomic_ullong full_replayed, full_fused, full_removed, full_waiting, full_upgraded,
-                  full_plans, full_plain;
+                  full_plans, full_partial, full_plain, full_renewed_late;
 } tcf_rcounters_t;
 extern tcf_rcounters_t tcf_rctr;
 void tcf_rstats_patched(uint32_t n);

@@ -79,7 +79,7 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     [ "$status" = 0 ] || { cat "$T/wait.full.err"; return 1; }
     same_text "stdout" "$T/wait.plain.out" "$T/wait.full.out"
     same_work "$T/wait.plain.log" "$T/wait.full.log"
-    expect_line "$T/wait.full.err" '1 plain while their kernels compiled, 1 of them replaced by fused ones'
+    expect_line "$T/wait.full.err" '1 plain while their kernels compiled, 0 fused while some did; 1 replaced by plans fusing more \(0 as a kernel came'
     # what replay took on the application's thread: at least the stub's 4 ms a graph launch
     # per window replayed; full mode's planning is counted in its own line
     expect_line "$T/wait.full.err" "ms replaying on the application's threads \\(([4-9][0-9]{3}|[1-9][0-9]{4,})\\.[0-9] us a window\\)"
@@ -94,6 +94,36 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     fused=$(grep -n '^cuGraphLaunch\.node name=tcf_fused' "$T/wait.full.log" | head -n 1 | cut -d: -f1)
     [ -n "$plain" ] && [ -n "$fused" ] && [ "$plain" -lt "$fused" ] || { grep -c cuGraphLaunch "$T/wait.full.log"; return 1; }
     ! grep -q '^cuGraphLaunch\.node name=.*CUDAFunctor_add' <(tail -n +"$fused" "$T/wait.full.log")
+}
+
+@test "full: a key whose groups' kernels come one by one fuses each group as its kernel comes" {
+    # fusechain's `two` window holds two groups, mul+add and add+mul, each a kernel of its
+    # own. mul+add's is in the disk cache (a fuse-mode run made it); add+mul's is compiled
+    # after it. The key's graph is plain while neither is ready, then fuses mul+add while
+    # add+mul's compiles (its launches nodes as issued), then both: each kernel's coming
+    # moves the kernel table once, and every move is seen (an epoch stored as epoch | 1
+    # took two moves for one and missed the kernel between them).
+    TCFUSE_MODE=fuse TCFUSE_COMPILE_WAIT=1 tcf fill "$PROGS/fusechain" 4
+    [ "$status" = 0 ] || { cat "$T/fill.err"; return 1; }
+    base two.plain "$PROGS/fusechain" 300 two
+    FAKECUDA_LAUNCH_DELAY_US=2000 FAKECUDA_GRAPH_DELAY_US=4000 TCFUSE_MODE=full TCFUSE_STATS=1 \
+        TCFUSE_REPLAY_SYNC=1 tcf two.full "$PROGS/fusechain" 300 two
+    [ "$status" = 0 ] || { cat "$T/two.full.err"; return 1; }
+    same_text "stdout" "$T/two.plain.out" "$T/two.full.out"
+    # eager's work in eager's order, each group's two launches or its generated kernel
+    kernels "$T/two.plain.log" | paste -sd' ' | sed 's/mul add/G/g; s/add mul/G/g' >"$T/eager.k"
+    kernels "$T/two.full.log" | paste -sd' ' | sed 's/mul add/G/g; s/add mul/G/g; s/fused/G/g' >"$T/full.k"
+    same_text "kernels run" "$T/eager.k" "$T/full.k"
+    expect_line "$T/two.full.err" '1 plain while their kernels compiled, [1-9][0-9]* fused while some did; [2-9][0-9]* replaced by plans fusing more'
+    # the graphs' nodes, one line a launch: plain, then mul+add fused beside add and mul as
+    # issued, then both fused, and never an earlier form after a later one
+    awk '/^cuGraphLaunch /{ if (s != "") print s; s = "graph" }
+         /^cuGraphLaunch\.node/{ n = $2; sub("name=", "", n);
+             n = n ~ /^tcf_fused/ ? "fused" : n ~ /MulFunctor/ ? "mul" : n ~ /CUDAFunctor_add/ ? "add" : "tanh";
+             s = s " " n }
+         END { if (s != "") print s }' "$T/two.full.log" | uniq >"$T/forms"
+    same_text "graph forms" <(printf '%s\n' 'graph mul add tanh add mul tanh' \
+        'graph fused tanh add mul tanh' 'graph fused tanh fused tanh') "$T/forms"
 }
 
 @test "full: a kernel that fails verification leaves graph mode's graph of the launches" {

@@ -57,6 +57,12 @@
  *            At the end device 0's pool is trimmed (as torch.cuda.empty_cache()).
  *            Prints how many times device 1 got a block device 0 had freed (must be 0)
  *            and exits 1 if it ever did
+ *   two      each iteration also runs a second chain, over a second set of buffers, right
+ *            after the first's tanh (one window): v = x2 + x2; u = v * 0.5; t = tanh(u):
+ *            add and mul, a group of its own with a kernel of its own (the ops in the
+ *            other order), compiled after mul+add's. In full mode the key's graph fuses
+ *            the group whose kernel is ready while the other's compiles (replay/full.c),
+ *            then both; t's bytes are summed and printed too, then ends as `return` does
  *   alarm    the chain is launched again and again, a synchronize every third launch,
  *            until SIGALRM (a timer of US microseconds, default 2000) lands wherever it
  *            lands, often inside tcfuse's own code with its locks held, and its handler
@@ -158,8 +164,8 @@ int main(int argc, char **argv)
     void *tanh_p[] = { &n, (void *)&tanh_f, tanh_d };
     /* swap: the second set, the same chain over other buffers */
     CUdeviceptr x2 = 0, y2 = 0, z2 = 0, o2 = 0;
-    int swap = !strcmp(how, "swap") || !strcmp(how, "misalign");
-    if (swap) {
+    int swap = !strcmp(how, "swap") || !strcmp(how, "misalign"), two = !strcmp(how, "two");
+    if (swap || two) {
         size_t skew = strcmp(how, "misalign") ? 0 : 4;
         said("cuMemAlloc x2", d.memAlloc(&x2, N * 4 + 16));
         said("cuMemAlloc y2", d.memAlloc(&y2, N * 4 + 16));
@@ -171,6 +177,11 @@ int main(int argc, char **argv)
     void *mul_p2[] = { &n, (void *)mul_f, mul_d2 };
     void *add_p2[] = { &n, (void *)&alpha, add_d2 };
     void *tanh_p2[] = { &n, (void *)&tanh_f, tanh_d2 };
+    /* two: v = x2 + x2 (in z2); u = v * 0.5 (in y2); t = tanh(u) (in w2) */
+    CUdeviceptr addv_d[3] = { z2, x2, x2 }, mulu_d[2] = { y2, z2 }, tanht_d[2] = { o2, y2 };
+    void *addv_p[] = { &n, (void *)&alpha, addv_d };
+    void *mulu_p[] = { &n, (void *)mul_f, mulu_d };
+    void *tanht_p[] = { &n, (void *)&tanh_f, tanht_d };
     char hex[64] = "";
     for (size_t i = 0; i < sizeof add_d; i++)
         snprintf(hex + 2 * i, sizeof hex - 2 * i, "%02x", ((unsigned char *)add_d)[i]);
@@ -277,9 +288,16 @@ int main(int argc, char **argv)
             host[i] = (float)(i % 97) * 0.25f - 3.0f + (float)it;
         int b = swap && it % 2;
         said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(b ? x2 : x, host, sizeof host, NULL));
+        if (two)
+            said("cuMemcpyHtoDAsync x2", d.memcpyHtoDAsync(x2, host, sizeof host, NULL));
         said("mul", go(kmul, b ? mul_p2 : mul_p));
         said("add", go(kadd, b ? add_p2 : add_p));
         said("tanh", go(ktanh, b ? tanh_p2 : tanh_p));
+        if (two) {
+            said("add v", go(kadd, addv_p));
+            said("mul u", go(kmul, mulu_p));
+            said("tanh t", go(ktanh, tanht_p));
+        }
         said("cuStreamSynchronize", d.streamSynchronize(NULL));
         if (alone) {
             said("tanh", go(ktanh, tanh_p));
@@ -287,6 +305,15 @@ int main(int argc, char **argv)
             said("tanh", go(ktanh, tanh_p));
             said("cuStreamSynchronize", d.streamSynchronize(NULL));
         }
+    }
+    if (two) {
+        unsigned long long tsum = 0;
+        said("cuMemcpyDtoHAsync t", d.memcpyDtoHAsync(host, o2, sizeof host, NULL));
+        said("cuStreamSynchronize", d.streamSynchronize(NULL));
+        for (size_t i = 0; i < sizeof host; i++)
+            tsum += ((unsigned char *)host)[i];
+        printf("t bytes sum=%llu\n", tsum);
+        how = "return";
     }
     if (strcmp(how, "return") && !swap) {
         said("mul", go(kmul, mul_p));
