@@ -525,13 +525,18 @@ def main():
               "run-all fill", out[-800:])
 
         # --one-cache: every compiling mode on one disk cache, cold and fill runs for the first
-        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,fuse,full",
+        # variant of each mode (full mode's groups are other kernels than fuse mode's); a
+        # variant of a mode already filled (--as) has none; graph mode no fill run
+        rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants",
+                     "eager,fuse,full,graph,f2", "--as", "f2=full,TCFUSE_REPLAY_MAX=64",
                      "--out", os.path.join(d, "oc"), "--fill", "--one-cache")
         res = json.load(open(os.path.join(d, "oc", "results.json")))["results"]
         caches = {r["variant"]: [x for x in r["stats"] if "(fake) cache" in x] for r in res}
-        check(rc == 0 and "fuse-fill rc 0" in out and "full-fill" not in out and
-              sorted(r["variant"] for r in res) == ["eager", "full", "fuse", "fuse-cold"] and
-              caches["fuse"] == caches["full"] == ["tcfuse:   (fake) cache one"],
+        check(rc == 0 and "fuse-fill rc 0" in out and "full-fill rc 0" in out and
+              "graph-fill" not in out and "f2-fill" not in out and
+              sorted(r["variant"] for r in res) == ["eager", "f2", "full", "full-cold", "fuse",
+                                                    "fuse-cold", "graph", "graph-cold"] and
+              caches["fuse"] == caches["full"] == caches["f2"] == ["tcfuse:   (fake) cache one"],
               "run-all one cache", out[-800:] + repr(caches))
         # ... and for each library: another build's kernels are other sources, not in the
         # cache the first build filled (its first measured run would compile them)
@@ -541,8 +546,9 @@ def main():
                      "--as", "fx=fuse", "--lib", "fx=" + other, "--out", os.path.join(d, "ol"),
                      "--fill", "--one-cache")
         res = json.load(open(os.path.join(d, "ol", "results.json")))["results"]
-        check(rc == 0 and "fuse-fill rc 0" in out and "fx-fill   rc 0" in out and "full-fill" not in out and
-              sorted(r["variant"] for r in res) == ["eager", "full", "fuse", "fuse-cold", "fx", "fx-cold"],
+        check(rc == 0 and "fuse-fill rc 0" in out and "fx-fill   rc 0" in out and "full-fill rc 0" in out and
+              sorted(r["variant"] for r in res) == ["eager", "full", "full-cold", "fuse", "fuse-cold", "fx",
+                                                    "fx-cold"],
               "run-all one cache, two libraries", out[-800:])
         # A program of two GPUs (torchrun's ranks) is not run on a machine of one, and is
         # started through torchrun where there are two.
