@@ -167,11 +167,10 @@ static int tcf_rfull_moved(tcf_rplan_t *p)
 
 /* A window of a plan not final planned into other steps after the table moved: the key
  * is made again (the window runs as issued), never given up for it. */
-static int tcf_rfull_renew_due(int *reason)
+static void tcf_rfull_renew_due(int *reason)
 {
     *reason = TCF_R_RENEW;
     atomic_fetch_add_explicit(&tcf_rctr.full_renewed_late, 1, memory_order_relaxed);
-    return -1;
 }
 
 int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched)
@@ -182,8 +181,10 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
         return -1;   /* exec stopped (exit began): the window runs as issued, the key kept */
     int planned = tcf_rfull_steps(w, 0, st, &tcf_rctr.full_plan_ns);
     if (planned != 0 || st->n != p->n) {
-        if (tcf_rfull_moved(p))
-            return tcf_rfull_renew_due(reason);
+        if (tcf_rfull_moved(p)) {
+            tcf_rfull_renew_due(reason);
+            return -1;
+        }
         *reason = TCF_RG_plan_changed;
         atomic_fetch_add_explicit(&tcf_rctr.full_changed_count, 1, memory_order_relaxed);
         tcf_log(TCF_LOG_INFO, "full mode: key %016llx: window planned into %u steps, its graph "
