@@ -97,6 +97,17 @@ static CUresult go(CUkernel k, void **params)
 static float host[N];
 static const unsigned char tanh_f = 0x30;   /* tanh's functor byte, as PyTorch passed it */
 
+/* The bytes of the N floats at p, copied back after a synchronize, summed. */
+static unsigned long long sum_back(const char *what, CUdeviceptr p)
+{
+    said(what, d.memcpyDtoHAsync(host, p, sizeof host, NULL));
+    said("cuStreamSynchronize", d.streamSynchronize(NULL));
+    unsigned long long sum = 0;
+    for (size_t i = 0; i < sizeof host; i++)
+        sum += ((unsigned char *)host)[i];
+    return sum;
+}
+
 /* The stream-ordered scenarios' tail: w = alloc; w = tanh(z); free z; w copied back and
  * its bytes summed; free w. */
 static unsigned long long tanh_back(CUkernel ktanh, CUdeviceptr za)
@@ -108,11 +119,7 @@ static unsigned long long tanh_back(CUkernel ktanh, CUdeviceptr za)
     void *tp[] = { &n, (void *)&tanh_f, td };
     said("tanh", go(ktanh, tp));
     said("cuMemFreeAsync z", d.memFreeAsync(za, NULL));
-    said("cuMemcpyDtoHAsync w", d.memcpyDtoHAsync(host, wa, sizeof host, NULL));
-    said("cuStreamSynchronize", d.streamSynchronize(NULL));
-    unsigned long long sum = 0;
-    for (size_t i = 0; i < sizeof host; i++)
-        sum += ((unsigned char *)host)[i];
+    unsigned long long sum = sum_back("cuMemcpyDtoHAsync w", wa);
     said("cuMemFreeAsync w", d.memFreeAsync(wa, NULL));
     return sum;
 }
@@ -307,12 +314,7 @@ int main(int argc, char **argv)
         }
     }
     if (two) {
-        unsigned long long tsum = 0;
-        said("cuMemcpyDtoHAsync t", d.memcpyDtoHAsync(host, o2, sizeof host, NULL));
-        said("cuStreamSynchronize", d.streamSynchronize(NULL));
-        for (size_t i = 0; i < sizeof host; i++)
-            tsum += ((unsigned char *)host)[i];
-        printf("t bytes sum=%llu\n", tsum);
+        printf("t bytes sum=%llu\n", sum_back("cuMemcpyDtoHAsync t", o2));
         how = "return";
     }
     if (strcmp(how, "return") && !swap) {
@@ -352,12 +354,7 @@ int main(int argc, char **argv)
                 d.streamSynchronize(NULL);
         }
     }
-    unsigned long long sum = 0;
-    said("cuMemcpyDtoHAsync w", d.memcpyDtoHAsync(host, o, sizeof host, NULL));
-    said("cuStreamSynchronize", d.streamSynchronize(NULL));
-    for (size_t i = 0; i < sizeof host; i++)
-        sum += ((unsigned char *)host)[i];
-    printf("w bytes sum=%llu\n", sum);
+    printf("w bytes sum=%llu\n", sum_back("cuMemcpyDtoHAsync w", o));
     printf("done\n");
     return 0;
 }
