@@ -6,13 +6,12 @@
  * plan. A group whose kernel is still compiling, verifying or loading from the disk cache
  * runs as issued in the graph, as in a fuse-mode flush, and the groups whose kernels are
  * ready are fused nodes at once: a short program or a server's first minutes would
- * otherwise gain nothing from what is ready, and one kernel compiled late kept a whole
- * window's fusion out of its graph (the Llama forward at 4 x 2048 on the H200, 60
- * iterations: 8 of 12 keys plain to the end of a run, 24-25 ms an iteration where the runs
- * whose keys were fused took 19.8). Such a plan is not final; once the kernel table has
- * moved, the key's next window is planned again (tcf_rfull_upgrade_due), and a plan that
- * fuses more groups replaces the graph: that window runs as issued, the key is counted
- * again from the warm-up count, and its next window makes the new plan at once.
+ * otherwise gain nothing from what is ready, and one kernel compiled late (or loaded late
+ * from the disk cache) kept a whole window's fusion out of its graph until it came. Such
+ * a plan is not final; once the kernel table has moved, the key's next window is planned
+ * again (tcf_rfull_upgrade_due), and a plan that fuses more groups replaces the graph:
+ * that window runs as issued, the key is counted again from the warm-up count, and its
+ * next window makes the new plan at once.
  *
  * Every held window of a key with fused nodes is planned again when it closes (its
  * pointers and scalars are its own, and so are the fused kernels' bound arguments); its
