@@ -10,8 +10,8 @@
  * from the disk cache) kept a whole window's fusion out of its graph until it came. Such
  * a plan is not final; once the kernel table has moved, the key's next window is planned
  * again (tcf_rfull_upgrade_due), and a plan that fuses more groups replaces the graph:
- * that window runs as issued, the key is counted again from the warm-up count, and its
- * next window makes the new plan at once.
+ * that window runs as issued, the key is counted again from the warm-up count, and the
+ * same window, learned as it closes, makes the new plan.
  *
  * Every held window of a key with fused nodes is planned again when it closes (its
  * pointers and scalars are its own, and so are the fused kernels' bound arguments); its

@@ -267,7 +267,8 @@ void tcf_rjudge_expire(void)
 }
 
 /* p's graph goes, and its key counts again from `seen` windows (evicted: from zero;
- * renewed: from the warm-up count, so that its next window makes the new plan). */
+ * renewed: from the warm-up count, so that the window learned next, the renewing one
+ * itself, makes the new plan). */
 static void tcf_rplan_count_again(tcf_rplan_t *p, uint32_t seen)
 {
     tcf_rplan_drop_graph(p);
