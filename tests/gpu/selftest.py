@@ -460,7 +460,9 @@ def main():
         check("ran as observe" in got.get(("smallk", "nosuchmode"), [""] * 9)[7] and
               "ran as" not in got.get(("smallk", "graph"), [""] * 9)[7], "run-all unknown mode", out[-1500:])
         stats = open(os.path.join(d, "rg", "stats.txt")).read()
-        check("=== smallk graph\ntcfuse: stats: mode graph" in stats, "run-all stats.txt", stats[:400])
+        check("=== smallk graph\ntcfuse: stats: mode graph" in stats and
+              "=== smallk graph (repeat 0, not the last)\ntcfuse: stats: mode graph" in stats,
+              "run-all stats.txt", stats[:400])
         # Calls merged: --append to one folder, --merge of several; a repeat is all of a
         # program's variants or none when the budget runs out.
         ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "eager,fuse",
