@@ -175,6 +175,10 @@ typedef struct tcf_rplan {
     uint32_t          n_issued, n_graph;
     int               judging;  /* its runs are being timed both ways (tcf_rplan_sample;
                                  * __atomic: read by any window, changed under the lock) */
+    /* A graph of its key was judged no slower than the launches as issued: the key's later
+     * graphs (full mode's plans fusing more, a graph made again after eviction) hold the
+     * same launches and keep the verdict, unjudged (lock held). */
+    int               judged_ok;
     struct tcf_rplan *qnext;           /* the worker's queue */
     /* Full mode: the nodes are a fusion plan's steps (full.c). The key and the matching
      * stay the window's own launches (osig, norig of them); fused of the nodes are
@@ -391,6 +395,7 @@ typedef struct {
     atomic_ullong pauses, paused;   /* holding paused on a stream (flush.c); windows not held */
     atomic_ullong learn_pauses;     /* of those pauses, for keys that never repeat */
     atomic_ullong judged, judge_expired;   /* judgments given (plan.c), and ended unjudged */
+    atomic_ullong judge_kept;              /* graphs that kept their key's verdict, unjudged */
     atomic_ullong quiet;            /* their launches, counted only (hold.c) */
     atomic_ullong cuts_unsupported;
     /* full mode: windows replayed with generated kernels, those kernels' runs and the

@@ -230,6 +230,13 @@ static void tcf_rplan_judge(tcf_rplan_t *p)
     if (!tcf_cfg.replay_judge || __atomic_load_n(&p->judging, __ATOMIC_RELAXED) ||
         !(p->osig ? p->norig : p->n))
         return;
+    /* Judged before and kept: timing it again would run eight more of its windows as
+     * issued (in full mode, unfused), once for every plan that fuses more as its kernels
+     * come. */
+    if (p->judged_ok) {
+        atomic_fetch_add_explicit(&tcf_rctr.judge_kept, 1, memory_order_relaxed);
+        return;
+    }
     if (tcf_rnjudges == TCF_R_JUDGES) {   /* the oldest judgment ends, the graph kept */
         atomic_fetch_add_explicit(&tcf_rctr.judge_expired, 1, memory_order_relaxed);
         tcf_rplan_judged(tcf_rjudges[0].p);
@@ -419,6 +426,7 @@ void tcf_rplan_sample(tcf_rplan_t *p, int graph, uint64_t ns)
     if (__atomic_load_n(&p->judging, __ATOMIC_RELAXED)) {
         tcf_rplan_judged(p);
         atomic_fetch_add_explicit(&tcf_rctr.judged, 1, memory_order_relaxed);
+        p->judged_ok = !worse;
         if (worse && p->state == TCF_RP_READY && !p->busy) {
             tcf_log(TCF_LOG_INFO, "graph mode: key %016llx: %u us as a graph, %u us as issued "
                     "(medians; %u of 64 pairs slower): not replayed", (unsigned long long)p->key,

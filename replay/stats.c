@@ -54,9 +54,10 @@ void tcf_replay_stats_print(void)
     tcf_out("  as issued     held windows run as issued: %llu left a graph's path, %llu closed "
             "without a ready graph, %llu for another stream's order, %llu at exit, %llu failed, "
             "%llu mismatched; %llu windows run as issued to time them (%llu graphs judged, "
-            "%llu not seen often enough to be)",
+            "%llu not seen often enough to be; %llu kept their key's verdict)",
             L(issued_diverged), L(issued_no_graph), L(issued_order), L(issued_exit),
-            L(issued_failed), L(issued_collision), L(explored), L(judged), L(judge_expired));
+            L(issued_failed), L(issued_collision), L(explored), L(judged), L(judge_expired),
+            L(judge_kept));
     tcf_out("  pauses        %llu times a stream's held windows ran as issued %d in a row, "
             "%llu times its windows' keys were new %d in a row (%d after a pause): %llu windows "
             "then not held, their %llu launches counted, not recorded",

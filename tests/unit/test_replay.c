@@ -432,6 +432,77 @@ TEST(eviction_and_give_up_take_prefixes_away)
     drop(w0);
 }
 
+/* Makes key's plan from a window of two held launches, builds and readies its graph
+ * (as the worker does); returns the plan. */
+static tcf_rplan_t *ready_plan(uint64_t key, uint64_t stream)
+{
+    tcf_window_t *w = window(stream);
+    hold(w, 1, 0x1000);
+    hold(w, 2, 0x2000);
+    tcf_rplan_t *q = plan_of(w, key);
+    pthread_mutex_lock(&tcf_rplan_lock);
+    tcf_rplan_t *p = tcf_rplan_get(key, 1);
+    int setbacks = p->setbacks, judged_ok = p->judged_ok;
+    uint64_t sightings = p->sightings, first_seen = p->first_seen;
+    *p = *q;
+    p->setbacks = setbacks, p->judged_ok = judged_ok;
+    p->sightings = sightings, p->first_seen = first_seen;
+    int reason;
+    CHECK_EQ_INT(tcf_rgraph_build(p, &reason), 0);
+    tcf_rplan_ready(p);
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    free(q);
+    drop(w);
+    return p;
+}
+
+/* Eight timing samples of p each way: as a graph ns_graph, as issued ns_issued. */
+static void judge_samples(tcf_rplan_t *p, uint64_t ns_graph, uint64_t ns_issued)
+{
+    for (int i = 0; i < 8; i++)
+        tcf_rplan_sample(p, 1, ns_graph), tcf_rplan_sample(p, 0, ns_issued);
+}
+
+/* A key whose graph was judged no slower than its launches keeps the verdict: the graph
+ * made again for it (full mode's plan fusing more, after eviction) is not judged again,
+ * and none of its windows runs as issued to time it. A key judged slower is judged again
+ * when its graph comes back. */
+TEST(a_judged_key_keeps_its_verdict)
+{
+    fake_driver();
+    tcf_cfg.replay_judge = 1;
+    tcf_cfg.replay_graphs = 64;
+    tcf_cfg.replay_memory = 1LL << 30;
+    unsigned long long kept = atomic_load(&tcf_rctr.judge_kept);
+    tcf_rplan_t *p = ready_plan(0x7a11, 0xa1);
+    CHECK(__atomic_load_n(&p->judging, __ATOMIC_RELAXED));
+    judge_samples(p, 1000000, 4000000);   /* 1 ms as a graph, 4 as issued: it pays */
+    CHECK(!__atomic_load_n(&p->judging, __ATOMIC_RELAXED));
+    CHECK_EQ_INT(p->state, TCF_RP_READY);
+    CHECK_EQ_INT(p->judged_ok, 1);
+    pthread_mutex_lock(&tcf_rplan_lock);
+    tcf_rplan_renew(p);   /* as full mode does for a plan fusing more */
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    CHECK_EQ_INT(p->state, TCF_RP_COUNTING);
+    p = ready_plan(0x7a11, 0xa1);
+    CHECK(!__atomic_load_n(&p->judging, __ATOMIC_RELAXED));
+    CHECK_EQ_U64(atomic_load(&tcf_rctr.judge_kept), kept + 1);
+
+    /* judged slower: dropped, and its next graph is judged */
+    tcf_rplan_t *s = ready_plan(0x7a12, 0xa2);
+    CHECK(__atomic_load_n(&s->judging, __ATOMIC_RELAXED));
+    judge_samples(s, 4000000, 1000000);
+    CHECK_EQ_INT(s->state, TCF_RP_COUNTING);
+    CHECK_EQ_INT(s->judged_ok, 0);
+    s = ready_plan(0x7a12, 0xa2);
+    CHECK(__atomic_load_n(&s->judging, __ATOMIC_RELAXED));
+    CHECK_EQ_U64(atomic_load(&tcf_rctr.judge_kept), kept + 1);
+    pthread_mutex_lock(&tcf_rplan_lock);
+    tcf_rplan_give_up(s, TCF_RG_launch_failed);   /* ends its judgment */
+    tcf_rplan_give_up(p, TCF_RG_launch_failed);
+    pthread_mutex_unlock(&tcf_rplan_lock);
+}
+
 /* A full table takes new keys in the entries of keys seen once, TCF_RPLANS windows ago
  * or more; never in those of keys seen twice, nor before that many windows have closed.
  * Runs last: it fills the table. */
@@ -497,6 +568,7 @@ int main(void)
     RUN(prefix_set);
     RUN(patch_only_what_changed);
     RUN(eviction_and_give_up_take_prefixes_away);
+    RUN(a_judged_key_keeps_its_verdict);
     RUN(full_table_reuses_keys_seen_once_long_ago);
     return check_main_end();
 }
