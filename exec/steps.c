@@ -23,7 +23,7 @@ void tcf_exec_init_beside(void)
                 tcf_cfg.fusion ? "the driver lacks an entry point" : "TCFUSE_FUSION=0");
         return;
     }
-    atomic_store(&tcf_beside, 1);   /* the worker is made at the first plan (worker.c) */
+    atomic_store(&tcf_beside, 1);   /* the worker is made at replay's first learned window */
 }
 
 int tcf_exec_steps_on(void)

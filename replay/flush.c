@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/steps.h"
 #include "replay/internal.h"
 
 /* The nodes of window w: launches, memsets and copies. */
@@ -90,6 +91,13 @@ static tcf_rplan_t *tcf_rlearn(tcf_window_t *w, int *fresh, int *ready)
     if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) || tcf_rcapture_active() ||
         w->rstate == TCF_R_FRESH || !w->nlaunch)
         return NULL;   /* FRESH: its first launch never came through replay (refused, or off) */
+    /* Full mode makes exec's worker here, at its first learned window, as fuse mode makes
+     * it at its first launch, not at the first warm key: the worker opens NVRTC and the
+     * disk cache (most of a second), which warm keys would otherwise wait for. (Not before
+     * a launch: a child forked before CUDA started must not find NVRTC loaded,
+     * exec/worker.c says why.) */
+    if (tcf_rfull)
+        (void)tcf_exec_steps_on();
     uint32_t n = tcf_rnodes(w);
     tcf_rsig_t stack_sigs[64], *sigs = n <= 64 ? stack_sigs : tcf_malloc(n * sizeof *sigs);
     if (!sigs)
