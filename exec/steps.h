@@ -11,9 +11,11 @@
  *
  * A plan is `final` when no group waits for its kernel: every group either runs fused
  * (compiled, loaded, verified bitwise) or runs as issued for good (its kernel failed, or
- * could not be made). A graph is built only from a final plan, so that the windows after it
- * with the same key get the same steps; a step list that differs later (a kernel evicted
- * and made again) is the caller's to notice, by comparing.
+ * could not be made). A plan not final runs the waiting groups' launches as issued; the
+ * caller builds from it all the same and plans again once the kernel table has moved
+ * (tcf_exec_steps_epoch), so that the windows after it with the same key get the same
+ * steps until then; a step list that differs later (a kernel come or evicted) is the
+ * caller's to notice, by comparing.
  *
  * Nothing here issues work or holds a window; the caller holds w's lock. Threads: the
  * application's thread that closes the window.
