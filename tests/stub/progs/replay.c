@@ -110,6 +110,20 @@ static CUresult launch_ex(CUfunction f, CUstream s, void **p, CUlaunchAttribute 
     return d.launchKernelEx(&c, f, p, NULL);
 }
 
+/* launch_ex with the one attribute id set to v (a flag: cooperative, programmatic
+ * serialization). */
+static CUresult launch_ex1(CUfunction f, CUstream s, void **p, CUlaunchAttributeID id, int v)
+{
+    CUlaunchAttribute a;
+    memset(&a, 0, sizeof a);
+    a.id = id;
+    if (id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+        a.value.cooperative = v;
+    else
+        a.value.programmaticStreamSerializationAllowed = v;
+    return launch_ex(f, s, p, &a, 1);
+}
+
 typedef struct { int id, iters; pthread_barrier_t *bar; } th_t;
 
 static void *events_thread(void *arg)
@@ -263,18 +277,13 @@ int main(int argc, char **argv)
             check(launch_ex((CUfunction)w.ka, w.s[0], p, a, 2));
             for (int j = 0; j < 5; j++)
                 check(one(it, j, w.s[0], 1));
-            memset(a, 0, sizeof a);
-            a[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-            a[0].value.cooperative = 1;
-            check(launch_ex((CUfunction)w.ka, w.s[0], p, a, 1));
+            check(launch_ex1((CUfunction)w.ka, w.s[0], p, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, 1));
             for (int j = 5; j < 10; j++)
                 check(one(it, j, w.s[0], 1));
             int pn = 0x5d5d0000 | (it & 0xff);
             void *pp[] = { &pn, &x };
-            memset(a, 0, sizeof a);
-            a[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            a[0].value.programmaticStreamSerializationAllowed = 1;
-            check(launch_ex((CUfunction)w.ka, w.s[0], pp, a, 1));
+            check(launch_ex1((CUfunction)w.ka, w.s[0], pp,
+                             CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, 1));
             for (int j = 10; j < 12; j++)
                 check(one(it, j, w.s[0], 1));
             check(d.streamSynchronize(w.s[0]));
