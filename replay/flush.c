@@ -181,7 +181,7 @@ static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
     uint32_t patched = 0;
     if (!tcf_rmatches(p, w)) {
         atomic_fetch_add_explicit(&tcf_rctr.issued_collision, 1, memory_order_relaxed);
-    } else if (tcf_rfull_upgrade_due(p, w)) {
+    } else if (tcf_rfull && tcf_rfull_upgrade_due(p, w)) {
         renew = 1;   /* full mode: a plan fusing more replaces this graph */
     } else {
         CUcontext prev;
