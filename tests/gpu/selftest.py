@@ -388,11 +388,12 @@ def main():
             return [line.split(" | ") for line in out.splitlines() if line.startswith("| ")]
 
         # Observe (the stand-in's 10.3 ms against eager's 10.2, every run alike: no spread)
-        # is beyond the spread; beside a variant of mode off that ran 1.1 ms from eager
+        # is beyond the spread, each side's probes beside the verdict; beside a variant of mode off that ran 1.1 ms from eager
         # (a null change), within the noise that one measured, and the table says so.
         rc, out = ra("--fake", "--programs", "smallk", "--repeats", "2", "--variants",
                      "eager,observe", "--out", os.path.join(d, "nf0"))
-        check(rc == 1 and "smallk observe: 0.99x eager, beyond the spread" in out and
+        check(rc == 1 and "smallk observe: 0.99x eager, beyond the spread (probes, ms: this "
+              "2.60, 2.60; eager 2.55, 2.55)" in out and
               "noise:" not in out, "run-all no noise floor", out[-800:])
         rc, out = ra("--fake", "--programs", "smallk", "--repeats", "2", "--variants",
                      "eager,null,observe", "--as", "null=off", "--out", os.path.join(d, "nf1"))
