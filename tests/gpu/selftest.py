@@ -388,8 +388,9 @@ def main():
             return [line.split(" | ") for line in out.splitlines() if line.startswith("| ")]
 
         # Observe (the stand-in's 10.3 ms against eager's 10.2, every run alike: no spread)
-        # is beyond the spread, each side's probes beside the verdict; beside a variant of mode off that ran 1.1 ms from eager
-        # (a null change), within the noise that one measured, and the table says so.
+        # is beyond the spread, each side's probes beside the verdict; beside a variant of
+        # mode off that ran 1.1 ms from eager (a null change), within the noise that one
+        # measured, and the table says so.
         rc, out = ra("--fake", "--programs", "smallk", "--repeats", "2", "--variants",
                      "eager,observe", "--out", os.path.join(d, "nf0"))
         check(rc == 1 and "smallk observe: 0.99x eager, beyond the spread (probes, ms: this "
