@@ -38,8 +38,49 @@ void tcf_steps_free(tcf_steps_t *s)
 {
     free(s->step);
     free(s->bytes);
+    free(s->grp);
     memset(s, 0, sizeof *s);
 }
+
+/* Room for n steps, blen bytes and ngrp groups in s; 0, or -1 when out of memory. */
+static int tcf_steps_room(tcf_steps_t *s, uint32_t n, uint32_t blen, uint32_t ngrp)
+{
+    if (n > s->cap) {
+        tcf_step_t *st = tcf_realloc(s->step, n * sizeof *st);
+        if (!st)
+            return -1;
+        s->step = st, s->cap = n;
+    }
+    if (blen > s->bcap) {
+        uint8_t *b = tcf_realloc(s->bytes, blen);
+        if (!b)
+            return -1;
+        s->bytes = b, s->bcap = blen;
+    }
+    if (ngrp > s->gcap) {
+        tcf_fgroup_t *g = tcf_realloc(s->grp, ngrp * sizeof *g);
+        if (!g)
+            return -1;
+        s->grp = g, s->gcap = ngrp;
+    }
+    return 0;
+}
+
+int tcf_steps_copy(tcf_steps_t *dst, const tcf_steps_t *src)
+{
+    if (tcf_steps_room(dst, src->n, src->blen, src->ngrp) != 0)
+        return -1;
+    if (src->n)
+        memcpy(dst->step, src->step, src->n * sizeof *src->step);
+    if (src->blen)
+        memcpy(dst->bytes, src->bytes, src->blen);
+    if (src->ngrp)
+        memcpy(dst->grp, src->grp, src->ngrp * sizeof *src->grp);
+    dst->n = src->n, dst->blen = src->blen, dst->ngrp = src->ngrp;
+    dst->fused = src->fused, dst->removed = src->removed, dst->final = src->final;
+    return 0;
+}
+
 
 static tcf_step_t *tcf_step_add(tcf_steps_t *s)
 {
@@ -74,6 +115,30 @@ static int tcf_step_bytes(tcf_steps_t *s, tcf_step_t *st, const void *p, uint32_
     return 0;
 }
 
+/* Group G's kernel launch shape and its one parameter for args, into st and s's bytes
+ * (a row group's: its reduction's shape, tcf_rows_args_t). 0; 1 when a row group's
+ * argument cannot be made; -1 when out of memory. */
+static int tcf_step_bind(tcf_steps_t *s, tcf_step_t *st, const tcf_fgroup_t *G,
+                         const tcf_item_t *items, uint32_t n, const tcf_fused_args_t *args)
+{
+    tcf_rows_args_t ra;
+    uint32_t grid[3] = { tcf_codegen_grid(&G->g, args->n), 1, 1 },
+             block[3] = { TCF_FUSED_BLOCK, 1, 1 };
+    const void *p = args;
+    uint32_t len = sizeof *args;
+    if (G->g.red) {   /* a row group: the reduction's launch shape, its argument */
+        if (tcf_fuser_rows_args(G, items, n, args, &ra) != 0)
+            return 1;
+        tcf_reduce_launch_dims(&G->g.rs, ra.r.num_outputs, grid, block);
+        p = &ra, len = sizeof ra;
+    }
+    if (len > TCF_STEP_BYTES_MAX || tcf_step_bytes(s, st, p, len) != 0)
+        return -1;
+    memcpy(st->grid, grid, sizeof grid);
+    memcpy(st->block, block, sizeof block);
+    return 0;
+}
+
 static int tcf_is_node(const tcf_event_t *e)
 {
     return e->kind == TCF_EV_LAUNCH || e->kind == TCF_EV_MEMSET || e->kind == TCF_EV_MEMCPY;
@@ -82,7 +147,7 @@ static int tcf_is_node(const tcf_event_t *e)
 /* Every node event as issued: the plan when nothing can be planned. */
 static int tcf_steps_as_issued(const tcf_window_t *w, tcf_steps_t *s)
 {
-    s->n = s->blen = s->fused = s->removed = 0;
+    s->n = s->blen = s->fused = s->removed = s->ngrp = 0;
     s->final = 1;
     for (uint32_t i = 0; i < w->nev; i++) {
         if (!tcf_is_node(&w->ev[i]))
@@ -155,7 +220,7 @@ int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
         if (!fn[g] && !tcf_fkern_settled(G, (CUcontext)(uintptr_t)w->ctx))
             final = 0;
     }
-    s->n = s->blen = s->fused = s->removed = 0;
+    s->n = s->blen = s->fused = s->removed = s->ngrp = 0;
     s->final = final;
     for (uint32_t i = 0; i < n; i++) {
         const tcf_event_t *e = &w->ev[i];
@@ -166,26 +231,18 @@ int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
             const tcf_fgroup_t *G = &plan->groups[grp];
             if (i != G->last)
                 continue;   /* the group runs as one kernel where its last op was */
-            tcf_fused_args_t args = G->args;
-            tcf_rows_args_t ra;
-            uint32_t grid[3] = { tcf_codegen_grid(&G->g, G->n), 1, 1 },
-                     block[3] = { TCF_FUSED_BLOCK, 1, 1 };
-            const void *p = &args;
-            uint32_t len = sizeof args;
-            if (G->g.red) {   /* a row group: the reduction's launch shape, its argument */
-                if (tcf_fuser_rows_args(G, items, n, &G->args, &ra) != 0)
-                    return tcf_steps_as_issued(w, s);
-                tcf_reduce_launch_dims(&G->g.rs, ra.r.num_outputs, grid, block);
-                p = &ra, len = sizeof ra;
-            }
             tcf_step_t *st = tcf_step_add(s);
-            if (!st || len > TCF_STEP_BYTES_MAX || tcf_step_bytes(s, st, p, len) != 0) {
+            int b = !st || tcf_steps_room(s, 0, 0, s->ngrp + 1) != 0
+                  ? -1 : tcf_step_bind(s, st, G, items, n, &G->args);
+            if (b > 0)
+                return tcf_steps_as_issued(w, s);
+            if (b < 0) {
                 tcf_steps_as_issued(w, s);
                 return -1;
             }
             st->fused = 1, st->nitems = G->nitems, st->ev = i, st->fn = fn[grp];
-            memcpy(st->grid, grid, sizeof grid);
-            memcpy(st->block, block, sizeof block);
+            st->first = G->first, st->g = s->ngrp;
+            s->grp[s->ngrp++] = *G;   /* kept for tcf_exec_steps_rebind */
             s->fused++;
             s->removed += G->nitems - 1u;
             continue;
@@ -196,6 +253,58 @@ int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
             return -1;
         }
         st->ev = i;
+    }
+    return 0;
+}
+
+int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was, const uint8_t *same,
+                          tcf_steps_t *s)
+{
+    uint32_t n = w->nev;
+    tcf_exec_scratch_t *sc = NULL;
+    if (!was->final || !was->fused || n > TCF_FUSER_MAX_ITEMS || !tcf_exec_steps_on() ||
+        !(sc = tcf_exec_scratch()))
+        return -1;
+    /* Only the launches of the spans to re-bind are decoded; the others are opaque items
+     * (a group's bind reads its own span, and past it only frees, which are refused). */
+    for (uint32_t i = 0; i < n; i++) {
+        if (w->ev[i].kind == TCF_EV_FREE || w->ev[i].kind == TCF_EV_ALLOC)
+            return -1;
+        w->ev[i].dec = 0;
+    }
+    for (uint32_t j = 0; j < was->n; j++) {
+        const tcf_step_t *t = &was->step[j];
+        if (!t->fused || same[j])
+            continue;
+        if (t->ev >= n || t->first > t->ev)
+            return -1;
+        for (uint32_t i = t->first; i <= t->ev; i++)
+            if (w->ev[i].kind == TCF_EV_LAUNCH && !tcf_steps_decode(w, i))
+                return -1;   /* planned as decoded: bind would refuse it */
+    }
+    for (uint32_t i = 0; i < n; i++)
+        tcf_exec_item(w, i, &sc->items[i]);
+    if (tcf_steps_room(s, was->n, 0, was->ngrp) != 0)
+        return -1;
+    s->n = s->blen = s->ngrp = 0;
+    s->fused = was->fused, s->removed = was->removed, s->final = 1;
+    for (uint32_t j = 0; j < was->n; j++) {
+        tcf_step_t *st = &s->step[s->n++];
+        *st = was->step[j];
+        if (!st->fused)
+            continue;
+        const tcf_fgroup_t *G = &was->grp[st->g];
+        s->grp[s->ngrp] = *G;
+        st->g = s->ngrp++;
+        if (same[j]) {   /* its launches' bytes as they were: its argument as it was */
+            if (tcf_step_bytes(s, st, was->bytes + was->step[j].boff, was->step[j].pbytes))
+                return -1;
+            continue;
+        }
+        tcf_fused_args_t args;
+        if (tcf_fuser_bind(G, sc->items, n, &args) != 0 ||
+            tcf_step_bind(s, st, G, sc->items, n, &args) != 0)
+            return -1;
     }
     return 0;
 }

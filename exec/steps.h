@@ -26,6 +26,8 @@
 #include <cuda.h>
 #include <stdint.h>
 
+#include "fuser/fuser.h"
+
 struct tcf_window;
 
 /* The largest parameter of a generated kernel (its tcf_fused_args_t or tcf_rows_args_t). */
@@ -35,6 +37,8 @@ typedef struct {
     uint8_t    fused;          /* 0: event ev as issued; 1: a generated kernel */
     uint8_t    nitems;         /* fused: the launches it replaces */
     uint32_t   ev;             /* the event (fused: the group's last launch) */
+    uint32_t   first;          /* fused: the group's first launch (its span: first..ev) */
+    uint32_t   g;              /* fused: its group, in the steps' grp */
     CUfunction fn;             /* fused: the generated kernel and its launch */
     uint32_t   grid[3], block[3];
     uint32_t   pbytes;         /* fused: bytes of its one parameter, at boff in bytes */
@@ -49,6 +53,8 @@ typedef struct {
     uint32_t    fused;         /* fused steps */
     uint32_t    removed;       /* launches fused away */
     int         final;         /* no group waits for its kernel */
+    tcf_fgroup_t *grp;         /* fused steps' groups, as planned (for tcf_exec_steps_rebind) */
+    uint32_t    ngrp, gcap;
 } tcf_steps_t;
 
 /* Whether exec can plan windows for replay (its worker runs, NVRTC was not found absent,
@@ -62,6 +68,18 @@ int tcf_exec_steps_on(void);
  * every node event as issued, final. w locked. */
 int tcf_exec_steps(struct tcf_window *w, int learn, tcf_steps_t *s);
 void tcf_steps_free(tcf_steps_t *s);
+/* dst = a copy of src (dst's buffers reused); 0, or -1 when out of memory. */
+int tcf_steps_copy(tcf_steps_t *dst, const tcf_steps_t *src);
+/* The steps `was` (planned by tcf_exec_steps on an earlier window with w's key, final)
+ * bound to w without planning it: each fused step whose span's launches carry the bytes
+ * they had (same[j] set for fused step j, by the caller's comparison) keeps its bytes;
+ * each other one is rebuilt from w's launches with the rules that formed its group
+ * (tcf_fuser_bind: the same kernel, buffers, stores and vector width, every op it steps
+ * over still clear of its bytes), and the steps as issued are w's events. A window that
+ * frees or allocates is refused (a store dropped or kept depends on frees past a group's
+ * span). Returns 0 (s holds the steps), or -1 (refused: the caller plans w). w locked. */
+int tcf_exec_steps_rebind(struct tcf_window *w, const tcf_steps_t *was, const uint8_t *same,
+                          tcf_steps_t *s);
 /* The kernel table's epoch: it moves whenever a generated kernel is made, becomes ready
  * or unusable, or is evicted. A plan that was not final may be final once it has moved. */
 uint64_t tcf_exec_steps_epoch(void);
