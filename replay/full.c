@@ -30,15 +30,23 @@
 int tcf_rfull;
 
 /* The window's steps, per thread that closes windows (reused: a window may have
- * thousands), released when the thread exits. */
-static _Thread_local tcf_steps_t tcf_rsteps;
+ * thousands), and the planner's beside a bound window's under TCFUSE_REPLAY_REBIND=2,
+ * released when the thread exits. */
+typedef struct {
+    tcf_steps_t s, check;
+    int         keyed;
+} tcf_rsteps_t;
+static _Thread_local tcf_rsteps_t tcf_rsteps;
 static pthread_key_t tcf_rsteps_key;
 static pthread_once_t tcf_rsteps_once = PTHREAD_ONCE_INIT;
 static int tcf_rsteps_key_ok;
 
 static void tcf_rsteps_release(void *p)
 {
-    tcf_steps_free(p);
+    tcf_rsteps_t *t = p;
+    tcf_steps_free(&t->s);
+    tcf_steps_free(&t->check);
+    t->keyed = 0;
 }
 
 static void tcf_rsteps_key_make(void)
@@ -46,14 +54,20 @@ static void tcf_rsteps_key_make(void)
     tcf_rsteps_key_ok = pthread_key_create(&tcf_rsteps_key, tcf_rsteps_release) == 0;
 }
 
-static tcf_steps_t *tcf_rsteps_mine(void)
+static tcf_rsteps_t *tcf_rsteps_all(void)
 {
-    if (!tcf_rsteps.cap) {   /* first use on this thread (or after its release) */
+    if (!tcf_rsteps.keyed) {   /* first use on this thread (or after its release) */
         pthread_once(&tcf_rsteps_once, tcf_rsteps_key_make);
         if (tcf_rsteps_key_ok)
             pthread_setspecific(tcf_rsteps_key, &tcf_rsteps);
+        tcf_rsteps.keyed = 1;
     }
     return &tcf_rsteps;
+}
+
+static tcf_steps_t *tcf_rsteps_mine(void)
+{
+    return &tcf_rsteps_all()->s;
 }
 
 /* The node signature of a fused step. */
@@ -172,33 +186,125 @@ static void tcf_rfull_renew_due(int *reason)
     atomic_fetch_add_explicit(&tcf_rctr.full_renewed_late, 1, memory_order_relaxed);
 }
 
-int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched)
+/* A key's memo (tcf_rplan_t.memo): the steps of its last replayed window, with their
+ * groups as planned, and that window's launch parameters (par, at each launch event's
+ * off; UINT32_MAX for other events), kept while the kernel table stays at epoch. */
+struct tcf_rmemo {
+    tcf_steps_t steps;
+    uint8_t    *par;
+    uint32_t   *off;
+    uint32_t    nev, plen, pcap, ocap;
+    uint64_t    epoch;
+};
+
+void tcf_rfull_forget(tcf_rplan_t *p)
 {
-    tcf_steps_t *st = tcf_rsteps_mine();
-    *patched = 0;
-    if (!tcf_exec_steps_on())
-        return -1;   /* exec stopped (exit began): the window runs as issued, the key kept */
-    int planned = tcf_rfull_steps(w, 0, st, &tcf_rctr.full_plan_ns);
-    if (planned != 0 || st->n != p->n) {
-        if (tcf_rfull_moved(p)) {
-            tcf_rfull_renew_due(reason);
-            return -1;
+    if (!p->memo)
+        return;
+    tcf_steps_free(&p->memo->steps);
+    free(p->memo->par);
+    free(p->memo->off);
+    free(p->memo);
+    p->memo = NULL;
+}
+
+/* After w replayed as st: st's buffers go to p's memo (the memo's old ones to st, for the
+ * next window on this thread), with w's launch parameters and the table's epoch. A memo
+ * that cannot be kept is dropped: the next window is planned. */
+static void tcf_rfull_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_t *st,
+                               uint64_t epoch)
+{
+    if (!tcf_cfg.replay_rebind || !st->final || !st->fused) {
+        tcf_rfull_forget(p);
+        return;
+    }
+    struct tcf_rmemo *m = p->memo;
+    if (!m && !(m = p->memo = tcf_calloc(1, sizeof *m)))
+        return;
+    uint32_t len = 0;
+    for (uint32_t i = 0; i < w->nev; i++)
+        if (w->ev[i].kind == TCF_EV_LAUNCH)
+            len += w->ev[i].u.l.pbytes;
+    if (len > m->pcap) {
+        uint8_t *b = tcf_realloc(m->par, len);
+        if (!b) {
+            tcf_rfull_forget(p);
+            return;
         }
-        *reason = TCF_RG_plan_changed;
-        atomic_fetch_add_explicit(&tcf_rctr.full_changed_count, 1, memory_order_relaxed);
-        tcf_log(TCF_LOG_INFO, "full mode: key %016llx: window planned into %u steps, its graph "
-                "has %u", (unsigned long long)p->key, planned ? 0u : st->n, p->n);
-        return -1;
+        m->par = b, m->pcap = len;
     }
-    uint8_t *stack_bytes[128], **bytes_of = stack_bytes;
-    uint8_t (*ops)[TCF_R_OP_BYTES] = NULL;
-    if (w->nops && !(ops = tcf_malloc(w->nops * sizeof *ops)))
-        return -1;
-    if (p->n > 128 && !(bytes_of = tcf_malloc(p->n * sizeof *bytes_of))) {
-        free(ops);
-        return -1;
+    if (w->nev > m->ocap) {
+        uint32_t *o = tcf_realloc(m->off, w->nev * sizeof *o);
+        if (!o) {
+            tcf_rfull_forget(p);
+            return;
+        }
+        m->off = o, m->ocap = w->nev;
     }
-    int rc = -1;
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < w->nev; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        m->off[i] = UINT32_MAX;
+        if (e->kind != TCF_EV_LAUNCH)
+            continue;
+        memcpy(m->par + at, w->arena + e->u.l.poff, e->u.l.pbytes);
+        m->off[i] = at;
+        at += e->u.l.pbytes;
+    }
+    m->nev = w->nev, m->plen = at, m->epoch = epoch;
+    tcf_steps_t t = m->steps;   /* swapped: no copy */
+    m->steps = *st;
+    *st = t;
+}
+
+/* w's steps bound from p's memo without planning (tcf_exec_steps_rebind), into st, with
+ * *kept the groups whose launches carried the bytes they had: 1 bound, 0 not (no memo,
+ * the table moved, another shape of window, or refused). */
+static int tcf_rfull_rebind(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st, uint64_t epoch,
+                            uint32_t *kept)
+{
+    struct tcf_rmemo *m = p->memo;
+    if (!m || !tcf_cfg.replay_rebind || m->epoch != epoch || m->nev != w->nev)
+        return 0;
+    uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
+    const tcf_steps_t *was = &m->steps;
+    uint8_t stack_same[256], *same = was->n <= sizeof stack_same ? stack_same
+                                                                  : tcf_malloc(was->n);
+    if (!same)
+        return 0;
+    *kept = 0;
+    for (uint32_t j = 0; j < was->n; j++) {
+        const tcf_step_t *t = &was->step[j];
+        same[j] = t->fused;
+        for (uint32_t i = t->first; t->fused && i <= t->ev && i < w->nev; i++) {
+            const tcf_event_t *e = &w->ev[i];
+            if (e->kind == TCF_EV_LAUNCH &&
+                (m->off[i] == UINT32_MAX || m->off[i] + e->u.l.pbytes > m->plen ||
+                 memcmp(m->par + m->off[i], w->arena + e->u.l.poff, e->u.l.pbytes))) {
+                same[j] = 0;
+                break;
+            }
+        }
+        *kept += same[j];
+    }
+    int ok = tcf_exec_steps_rebind(w, was, same, st) == 0;
+    if (same != stack_same)
+        free(same);
+    if (t0)
+        atomic_fetch_add_explicit(&tcf_rctr.full_rebind_ns, tcf_now_ns() - t0,
+                                  memory_order_relaxed);
+    if (!ok)
+        atomic_fetch_add_explicit(&tcf_rctr.full_rebind_refused, 1, memory_order_relaxed);
+    return ok;
+}
+
+/* Each of st's steps against p's node j: its signature and its bytes for this window,
+ * into bytes_of (ops: room for w's memset and copy bytes). 0 every step is its node's;
+ * 1 step *at differs (its kernel, shape or parameter size); -1 a step cannot be a node
+ * (an event not held, too many memsets). */
+static int tcf_rfull_nodes(const tcf_rplan_t *p, tcf_window_t *w, const tcf_steps_t *st,
+                           uint8_t **bytes_of, uint8_t (*ops)[TCF_R_OP_BYTES], uint32_t *at)
+{
     uint32_t o = 0;
     for (uint32_t j = 0; j < p->n; j++) {
         const tcf_step_t *s = &st->step[j];
@@ -209,39 +315,123 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
             bytes_of[j] = st->bytes + s->boff;
         } else {
             if (!e->held || tcf_rsig_of_event(w, e, &sig) != TCF_RN_OK)
-                break;
+                return -1;
             if (e->kind == TCF_EV_LAUNCH)
                 bytes_of[j] = w->arena + e->u.l.poff;
             else if (o < w->nops)
                 bytes_of[j] = (uint8_t *)tcf_revent_bytes(w, e, ops[o++]);
             else
-                break;
+                return -1;
         }
         if (memcmp(&sig, &p->nodes[j].sig, sizeof sig)) {
+            *at = j;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* TCFUSE_REPLAY_REBIND=2: w planned beside its bound steps st, step by step and byte by
+ * byte (the kernel, its launch shape, its argument). 1 the same; 0 they differ (counted,
+ * logged). */
+static int tcf_rfull_check(tcf_window_t *w, const tcf_steps_t *st)
+{
+    tcf_steps_t *pl = &tcf_rsteps_all()->check;
+    atomic_fetch_add_explicit(&tcf_rctr.full_rebind_checked, 1, memory_order_relaxed);
+    int same = tcf_exec_steps(w, 0, pl) == 0 && pl->n == st->n && pl->fused == st->fused;
+    uint32_t j = 0;
+    for (; same && j < st->n; j++) {
+        const tcf_step_t *a = &st->step[j], *b = &pl->step[j];
+        same = a->fused == b->fused && a->ev == b->ev &&
+               (!a->fused || (a->fn == b->fn && a->pbytes == b->pbytes &&
+                              !memcmp(a->grid, b->grid, sizeof a->grid) &&
+                              !memcmp(a->block, b->block, sizeof a->block) &&
+                              !memcmp(st->bytes + a->boff, pl->bytes + b->boff, a->pbytes)));
+    }
+    if (!same) {
+        atomic_fetch_add_explicit(&tcf_rctr.full_rebind_differs, 1, memory_order_relaxed);
+        tcf_log(TCF_LOG_INFO, "full mode: a window bound without planning differs from its "
+                "plan at step %u of %u", j ? j - 1 : 0, st->n);
+    }
+    return same;
+}
+
+int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched)
+{
+    tcf_steps_t *st = tcf_rsteps_mine();
+    *patched = 0;
+    if (!tcf_exec_steps_on())
+        return -1;   /* exec stopped (exit began): the window runs as issued, the key kept */
+    uint8_t *stack_bytes[128], **bytes_of = stack_bytes;
+    uint8_t (*ops)[TCF_R_OP_BYTES] = NULL;
+    if (w->nops && !(ops = tcf_malloc(w->nops * sizeof *ops)))
+        return -1;
+    if (p->n > 128 && !(bytes_of = tcf_malloc(p->n * sizeof *bytes_of))) {
+        free(ops);
+        return -1;
+    }
+    uint64_t epoch = tcf_exec_steps_epoch();
+    uint32_t at = 0, kept = 0;
+    int rc = -1, nodes = 1, bound = tcf_rfull_rebind(p, w, st, epoch, &kept);
+    if (bound && st->n == p->n)
+        nodes = tcf_rfull_nodes(p, w, st, bytes_of, ops, &at);
+    if (bound && nodes != 0) {   /* bound to other nodes than the graph's: planned instead */
+        atomic_fetch_add_explicit(&tcf_rctr.full_rebind_refused, 1, memory_order_relaxed);
+        bound = 0;
+    }
+    if (bound && tcf_cfg.replay_rebind == 2 && !tcf_rfull_check(w, st)) {
+        bound = 0;   /* the planner's steps run: they are the reference */
+    }
+    if (!bound) {
+        atomic_fetch_add_explicit(&tcf_rctr.full_planned_again, 1, memory_order_relaxed);
+        int planned = tcf_rfull_steps(w, 0, st, &tcf_rctr.full_plan_ns);
+        if (planned != 0 || st->n != p->n) {
             if (tcf_rfull_moved(p)) {
                 tcf_rfull_renew_due(reason);
-                break;
+                goto out;
+            }
+            *reason = TCF_RG_plan_changed;
+            atomic_fetch_add_explicit(&tcf_rctr.full_changed_count, 1, memory_order_relaxed);
+            tcf_log(TCF_LOG_INFO, "full mode: key %016llx: window planned into %u steps, its "
+                    "graph has %u", (unsigned long long)p->key, planned ? 0u : st->n, p->n);
+            goto out;
+        }
+        nodes = tcf_rfull_nodes(p, w, st, bytes_of, ops, &at);
+        if (nodes > 0) {
+            const tcf_step_t *s = &st->step[at];
+            if (tcf_rfull_moved(p)) {
+                tcf_rfull_renew_due(reason);
+                goto out;
             }
             *reason = TCF_RG_plan_changed;
             atomic_fetch_add_explicit(&tcf_rctr.full_changed_step, 1, memory_order_relaxed);
             if (s->fused)
                 atomic_fetch_add_explicit(&tcf_rctr.full_changed_fused, 1, memory_order_relaxed);
             tcf_log(TCF_LOG_INFO, "full mode: key %016llx: step %u of %u differs from its "
-                    "graph's node (%s)", (unsigned long long)p->key, j, p->n,
+                    "graph's node (%s)", (unsigned long long)p->key, at, p->n,
                     s->fused ? "a generated kernel" : "a launch as issued");
-            break;
+            goto out;
         }
-        if (j + 1 == p->n)
-            rc = 0;
+        if (nodes < 0)
+            goto out;
     }
-    if (rc == 0)
-        rc = tcf_rgraph_run(p, w, bytes_of, w->ev[st->step[0].ev].stream, reason, patched);
+    rc = tcf_rgraph_run(p, w, bytes_of, w->ev[st->step[0].ev].stream, reason, patched);
     if (rc == 0) {
         tcf_exec_steps_ran(w, st);
         atomic_fetch_add_explicit(&tcf_rctr.full_replayed, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&tcf_rctr.full_fused, st->fused, memory_order_relaxed);
         atomic_fetch_add_explicit(&tcf_rctr.full_removed, st->removed, memory_order_relaxed);
+        if (bound) {
+            atomic_fetch_add_explicit(&tcf_rctr.full_rebound, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&tcf_rctr.full_kept_groups, kept, memory_order_relaxed);
+            atomic_fetch_add_explicit(&tcf_rctr.full_rebound_groups, st->fused - kept,
+                                      memory_order_relaxed);
+        }
+        tcf_rfull_remember(p, w, st, epoch);
+    } else {
+        tcf_rfull_forget(p);
     }
+out:
     if (bytes_of != stack_bytes)
         free(bytes_of);
     free(ops);
@@ -286,10 +476,24 @@ void tcf_rfull_stats_print(void)
                                  atomic_load(&tcf_rctr.full_renewed_late)),
             (unsigned long long)atomic_load(&tcf_rctr.full_renewed_late),
             (double)atomic_load(&tcf_rctr.full_plan_ns) / 1e6,
-            atomic_load(&tcf_rctr.full_replayed)
+            atomic_load(&tcf_rctr.full_planned_again)
                 ? (double)atomic_load(&tcf_rctr.full_plan_ns) / 1e3 /
-                      (double)atomic_load(&tcf_rctr.full_replayed) : 0.0,
+                      (double)atomic_load(&tcf_rctr.full_planned_again) : 0.0,
             (double)atomic_load(&tcf_rctr.full_learn_ns) / 1e6);
+    unsigned long long rb = atomic_load(&tcf_rctr.full_rebound),
+                       rf = atomic_load(&tcf_rctr.full_rebind_refused);
+    tcf_out("  rebind        %llu replayed windows bound without planning (%llu groups re-bound, "
+            "%llu kept as they were; %.1f us a window tried), %llu planned again (refused: a group's "
+            "launches no longer fuse alike, a free or allocation in the window, another kernel "
+            "table)%s", rb, (unsigned long long)atomic_load(&tcf_rctr.full_rebound_groups),
+            (unsigned long long)atomic_load(&tcf_rctr.full_kept_groups),
+            rb + rf ? (double)atomic_load(&tcf_rctr.full_rebind_ns) / 1e3 / (double)(rb + rf)
+                    : 0.0,
+            rf, tcf_cfg.replay_rebind ? "" : " (TCFUSE_REPLAY_REBIND=0)");
+    if (tcf_cfg.replay_rebind == 2)
+        tcf_out("  rebind check  %llu bound windows planned beside, %llu differed from their plan "
+                "(the plan ran)", (unsigned long long)atomic_load(&tcf_rctr.full_rebind_checked),
+                (unsigned long long)atomic_load(&tcf_rctr.full_rebind_differs));
     unsigned long long cc = atomic_load(&tcf_rctr.full_changed_count),
                        cs = atomic_load(&tcf_rctr.full_changed_step);
     if (cc || cs)

@@ -190,6 +190,9 @@ typedef struct tcf_rplan {
      * window was last planned, + 1; 0 when the plan is final. Read and written by the
      * flushes that replay it (full.c). */
     atomic_ullong     upgrade_epoch;
+    /* Full mode: its last replayed window's steps and launch bytes, for the next window to
+     * be bound without planning (full.c; NULL until one replays). */
+    struct tcf_rmemo *memo;
 } tcf_rplan_t;
 
 extern pthread_mutex_t tcf_rplan_lock;
@@ -339,6 +342,8 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
 int tcf_rfull_upgrade_due(tcf_rplan_t *p, tcf_window_t *w);
 /* The summary's line (stats.c). */
 void tcf_rfull_stats_print(void);
+/* Frees p's full-mode memo (its graph dropped). */
+void tcf_rfull_forget(tcf_rplan_t *p);
 
 /* --- the worker (worker.c) ----------------------------------------------------------- */
 /* Queues p (lock held) for instantiation, making the worker for the first one. 0, or -1
@@ -405,6 +410,11 @@ typedef struct {
      * plan, not final, changed as a kernel came (made again) */
     atomic_ullong full_replayed, full_fused, full_removed, full_waiting, full_upgraded,
                   full_plans, full_partial, full_plain, full_renewed_late;
+    /* windows bound without planning; their groups re-bound, kept as they were; windows
+     * planned after a refusal (rebind_refused) */
+    atomic_ullong full_rebound, full_rebound_groups, full_kept_groups, full_rebind_refused,
+                  full_rebind_ns, full_planned_again, full_rebind_checked,
+                  full_rebind_differs;
 } tcf_rcounters_t;
 extern tcf_rcounters_t tcf_rctr;
 void tcf_rstats_patched(uint32_t n);

@@ -126,6 +126,33 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
         'graph fused tanh add mul tanh' 'graph fused tanh fused tanh') "$T/forms"
 }
 
+@test "full: a replayed window is bound from the last one's plan, not planned again, byte for byte the planner's" {
+    # TCFUSE_REPLAY_REBIND=2 binds each replayed window from the last one's steps and also
+    # plans it, comparing the two step by step and byte by byte (the generated kernel, its
+    # launch shape, its argument): any difference is counted and the plan runs. Fixed
+    # pointers: every group keeps its argument; swapped buffers: every group is re-bound
+    # (tcf_fuser_bind) each window; the `two` window: two groups kept; frees in the window
+    # (async): refused, every window planned.
+    local how
+    for how in return swap two async; do
+        base "$how.plain" "$PROGS/fusechain" 40 "$how"
+        TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
+            TCFUSE_REPLAY_REBIND=2 tcf "$how.full" "$PROGS/fusechain" 40 "$how"
+        [ "$status" = 0 ] || { cat "$T/$how.full.err"; return 1; }
+        same_text "$how: stdout" "$T/$how.plain.out" "$T/$how.full.out"
+        expect_line "$T/$how.full.err" '^tcfuse: +rebind check +[0-9]+ bound windows planned beside, 0 differed'
+        # the same work as with every window planned (TCFUSE_REPLAY_REBIND=0)
+        TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
+            TCFUSE_REPLAY_REBIND=0 tcf "$how.planned" "$PROGS/fusechain" 40 "$how"
+        same_text "$how: kernels run" <(kernels "$T/$how.planned.log") <(kernels "$T/$how.full.log")
+    done
+    expect_line "$T/return.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 36 kept as they were'
+    expect_line "$T/swap.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(36 groups re-bound, 0 kept as they were'
+    expect_line "$T/two.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 72 kept as they were'
+    expect_line "$T/async.full.err" '^tcfuse: +rebind +0 replayed windows bound without planning .*, 36 planned again'
+    expect_line "$T/swap.planned.err" '^tcfuse: +rebind +0 replayed windows .*\(TCFUSE_REPLAY_REBIND=0\)$'
+}
+
 @test "full: a kernel that fails verification leaves graph mode's graph of the launches" {
     # FAKECUDA_MEM unset: the stub keeps no memory, so no generated kernel can be verified
     # (the group's kernel is settled as bad): the plan is final with nothing fused
