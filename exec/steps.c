@@ -270,7 +270,8 @@ int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was, const uint8_t
     for (uint32_t i = 0; i < n; i++) {
         if (w->ev[i].kind == TCF_EV_FREE || w->ev[i].kind == TCF_EV_ALLOC)
             return -1;
-        w->ev[i].dec = 0;
+        if (w->ev[i].kind == TCF_EV_LAUNCH)
+            w->ev[i].dec = 0;   /* as tcf_steps_decode leaves one it does not decode */
     }
     for (uint32_t j = 0; j < was->n; j++) {
         const tcf_step_t *t = &was->step[j];

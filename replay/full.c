@@ -218,13 +218,18 @@ static void tcf_rfull_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_
         tcf_rfull_forget(p);
         return;
     }
+    uint32_t len = 0;
+    for (uint32_t i = 0; i < w->nev; i++) {
+        if (w->ev[i].kind == TCF_EV_FREE || w->ev[i].kind == TCF_EV_ALLOC) {
+            tcf_rfull_forget(p);   /* its windows are refused (tcf_exec_steps_rebind) */
+            return;
+        }
+        if (w->ev[i].kind == TCF_EV_LAUNCH)
+            len += w->ev[i].u.l.pbytes;
+    }
     struct tcf_rmemo *m = p->memo;
     if (!m && !(m = p->memo = tcf_calloc(1, sizeof *m)))
         return;
-    uint32_t len = 0;
-    for (uint32_t i = 0; i < w->nev; i++)
-        if (w->ev[i].kind == TCF_EV_LAUNCH)
-            len += w->ev[i].u.l.pbytes;
     if (len > m->pcap) {
         uint8_t *b = tcf_realloc(m->par, len);
         if (!b) {
@@ -483,9 +488,9 @@ void tcf_rfull_stats_print(void)
     unsigned long long rb = atomic_load(&tcf_rctr.full_rebound),
                        rf = atomic_load(&tcf_rctr.full_rebind_refused);
     tcf_out("  rebind        %llu replayed windows bound without planning (%llu groups re-bound, "
-            "%llu kept as they were; %.1f us a window tried), %llu planned again (refused: a group's "
-            "launches no longer fuse alike, a free or allocation in the window, another kernel "
-            "table)%s", rb, (unsigned long long)atomic_load(&tcf_rctr.full_rebound_groups),
+            "%llu kept as they were; %.1f us a window tried), %llu refused and planned (a group's "
+            "launches no longer fuse alike, other nodes than the graph's; a key whose windows free "
+            "or allocate keeps no plan to bind from)%s", rb, (unsigned long long)atomic_load(&tcf_rctr.full_rebound_groups),
             (unsigned long long)atomic_load(&tcf_rctr.full_kept_groups),
             rb + rf ? (double)atomic_load(&tcf_rctr.full_rebind_ns) / 1e3 / (double)(rb + rf)
                     : 0.0,

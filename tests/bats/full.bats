@@ -132,7 +132,7 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     # launch shape, its argument): any difference is counted and the plan runs. Fixed
     # pointers: every group keeps its argument; swapped buffers: every group is re-bound
     # (tcf_fuser_bind) each window; the `two` window: two groups kept; frees in the window
-    # (async): refused, every window planned.
+    # (async): no plan kept to bind from, every window planned.
     local how
     for how in return swap two async; do
         base "$how.plain" "$PROGS/fusechain" 40 "$how"
@@ -149,7 +149,7 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     expect_line "$T/return.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 36 kept as they were'
     expect_line "$T/swap.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(36 groups re-bound, 0 kept as they were'
     expect_line "$T/two.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 72 kept as they were'
-    expect_line "$T/async.full.err" '^tcfuse: +rebind +0 replayed windows bound without planning .*, 36 planned again'
+    expect_line "$T/async.full.err" '^tcfuse: +rebind +0 replayed windows bound without planning .*, 0 refused and planned'
     expect_line "$T/swap.planned.err" '^tcfuse: +rebind +0 replayed windows .*\(TCFUSE_REPLAY_REBIND=0\)$'
 }
 
