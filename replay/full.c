@@ -367,14 +367,10 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
     *patched = 0;
     if (!tcf_exec_steps_on())
         return -1;   /* exec stopped (exit began): the window runs as issued, the key kept */
-    uint8_t *stack_bytes[128], **bytes_of = stack_bytes;
-    uint8_t (*ops)[TCF_R_OP_BYTES] = NULL;
-    if (w->nops && !(ops = tcf_malloc(w->nops * sizeof *ops)))
+    tcf_rbytes_t rbytes;
+    if (tcf_rbytes_room(p, w, &rbytes) != 0)
         return -1;
-    if (p->n > 128 && !(bytes_of = tcf_malloc(p->n * sizeof *bytes_of))) {
-        free(ops);
-        return -1;
-    }
+    uint8_t **bytes_of = rbytes.bytes_of, (*ops)[TCF_R_OP_BYTES] = rbytes.ops;
     uint64_t epoch = tcf_exec_steps_epoch();
     uint32_t at = 0, kept = 0;
     int rc = -1, nodes = 1, bound = tcf_rfull_rebind(p, w, st, epoch, &kept);
@@ -437,9 +433,7 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
         tcf_rfull_forget(p);
     }
 out:
-    if (bytes_of != stack_bytes)
-        free(bytes_of);
-    free(ops);
+    tcf_rbytes_free(&rbytes);
     return rc;
 }
 

@@ -253,16 +253,31 @@ static int tcf_rgraph_refresh(tcf_rplan_t *p, uint8_t *const *bytes_of, int *rea
     return 0;
 }
 
-int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched)
+int tcf_rbytes_room(const tcf_rplan_t *p, const tcf_window_t *w, tcf_rbytes_t *b)
 {
-    uint8_t *stack_bytes[128], **bytes_of = stack_bytes;
-    uint8_t (*ops)[TCF_R_OP_BYTES] = NULL;
-    if (w->nops && !(ops = tcf_malloc(w->nops * sizeof *ops)))
+    b->bytes_of = b->stack, b->ops = NULL;
+    if (w->nops && !(b->ops = tcf_malloc(w->nops * sizeof *b->ops)))
         return -1;
-    if (p->n > 128 && !(bytes_of = tcf_malloc(p->n * sizeof *bytes_of))) {
-        free(ops);
+    if (p->n > TCF_R_STACK_NODES && !(b->bytes_of = tcf_malloc(p->n * sizeof *b->bytes_of))) {
+        free(b->ops);
         return -1;
     }
+    return 0;
+}
+
+void tcf_rbytes_free(tcf_rbytes_t *b)
+{
+    if (b->bytes_of != b->stack)
+        free(b->bytes_of);
+    free(b->ops);
+}
+
+int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched)
+{
+    tcf_rbytes_t rb;
+    if (tcf_rbytes_room(p, w, &rb) != 0)
+        return -1;
+    uint8_t **bytes_of = rb.bytes_of, (*ops)[TCF_R_OP_BYTES] = rb.ops;
     uint64_t stream = 0;
     uint32_t j = 0, o = 0;
     for (uint32_t i = 0; i < w->nev && j < p->n; i++) {
@@ -280,9 +295,7 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
     *patched = 0;
     if (j == p->n)   /* else not this graph's window (the caller checked; never here) */
         rc = tcf_rgraph_run(p, w, bytes_of, stream, reason, patched);
-    if (bytes_of != stack_bytes)
-        free(bytes_of);
-    free(ops);
+    tcf_rbytes_free(&rb);
     return rc;
 }
 

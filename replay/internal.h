@@ -342,6 +342,16 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
 int tcf_rfull_upgrade_due(tcf_rplan_t *p, tcf_window_t *w);
 /* The summary's line (stats.c). */
 void tcf_rfull_stats_print(void);
+/* A replay's room for its nodes' bytes (each node's, for tcf_rgraph_run: on the stack up to
+ * TCF_R_STACK_NODES nodes) and its window's memset and copy bytes (graph.c). */
+#define TCF_R_STACK_NODES 128
+typedef struct {
+    uint8_t  *stack[TCF_R_STACK_NODES], **bytes_of;
+    uint8_t (*ops)[TCF_R_OP_BYTES];
+} tcf_rbytes_t;
+/* 0, or -1 when out of memory (nothing to free then). */
+int tcf_rbytes_room(const tcf_rplan_t *p, const tcf_window_t *w, tcf_rbytes_t *b);
+void tcf_rbytes_free(tcf_rbytes_t *b);
 /* Frees p's full-mode memo (its graph dropped). */
 void tcf_rfull_forget(tcf_rplan_t *p);
 
