@@ -265,26 +265,25 @@ int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was, const uint8_t
     if (!was->final || !was->fused || n > TCF_FUSER_MAX_ITEMS || !tcf_exec_steps_on() ||
         !(sc = tcf_exec_scratch()))
         return -1;
-    /* Only the launches of the spans to re-bind are decoded; the others are opaque items
-     * (a group's bind reads its own span, and past it only frees, which are refused). */
-    for (uint32_t i = 0; i < n; i++) {
+    int rebind = 0;
+    for (uint32_t i = 0; i < n; i++)
         if (w->ev[i].kind == TCF_EV_FREE || w->ev[i].kind == TCF_EV_ALLOC)
             return -1;
-        if (w->ev[i].kind == TCF_EV_LAUNCH)
-            w->ev[i].dec = 0;   /* as tcf_steps_decode leaves one it does not decode */
-    }
     for (uint32_t j = 0; j < was->n; j++) {
         const tcf_step_t *t = &was->step[j];
-        if (!t->fused || same[j])
-            continue;
-        if (t->ev >= n || t->first > t->ev)
+        if (t->fused && (t->ev >= n || t->first > t->ev))
             return -1;
-        for (uint32_t i = t->first; i <= t->ev; i++)
-            if (w->ev[i].kind == TCF_EV_LAUNCH && !tcf_steps_decode(w, i))
-                return -1;   /* planned as decoded: bind would refuse it */
+        rebind |= t->fused && !same[j];
     }
-    for (uint32_t i = 0; i < n; i++)
-        tcf_exec_item(w, i, &sc->items[i]);
+    /* A group to re-bind sees the window's items as the planner saw them, every launch
+     * decoded (a two-byte cat takes its dtype from its neighbours', past its span). */
+    if (rebind) {
+        for (uint32_t i = 0; i < n; i++) {
+            if (w->ev[i].kind == TCF_EV_LAUNCH)
+                tcf_steps_decode(w, i);   /* sets its dec */
+            tcf_exec_item(w, i, &sc->items[i]);
+        }
+    }
     if (tcf_steps_room(s, was->n, 0, was->ngrp) != 0)
         return -1;
     s->n = s->blen = s->ngrp = 0;
