@@ -42,8 +42,8 @@ void tcf_steps_free(tcf_steps_t *s)
     memset(s, 0, sizeof *s);
 }
 
-/* Room for n steps, blen bytes and ngrp groups in s; 0, or -1 when out of memory. */
-static int tcf_steps_room(tcf_steps_t *s, uint32_t n, uint32_t blen, uint32_t ngrp)
+/* Room for n steps and ngrp groups in s; 0, or -1 when out of memory. */
+static int tcf_steps_room(tcf_steps_t *s, uint32_t n, uint32_t ngrp)
 {
     if (n > s->cap) {
         tcf_step_t *st = tcf_realloc(s->step, n * sizeof *st);
@@ -51,36 +51,17 @@ static int tcf_steps_room(tcf_steps_t *s, uint32_t n, uint32_t blen, uint32_t ng
             return -1;
         s->step = st, s->cap = n;
     }
-    if (blen > s->bcap) {
-        uint8_t *b = tcf_realloc(s->bytes, blen);
-        if (!b)
-            return -1;
-        s->bytes = b, s->bcap = blen;
-    }
     if (ngrp > s->gcap) {
-        tcf_fgroup_t *g = tcf_realloc(s->grp, ngrp * sizeof *g);
+        uint32_t cap = s->gcap ? s->gcap * 2 : 8;
+        while (cap < ngrp)
+            cap *= 2;
+        tcf_fgroup_t *g = tcf_realloc(s->grp, cap * sizeof *g);
         if (!g)
             return -1;
-        s->grp = g, s->gcap = ngrp;
+        s->grp = g, s->gcap = cap;
     }
     return 0;
 }
-
-int tcf_steps_copy(tcf_steps_t *dst, const tcf_steps_t *src)
-{
-    if (tcf_steps_room(dst, src->n, src->blen, src->ngrp) != 0)
-        return -1;
-    if (src->n)
-        memcpy(dst->step, src->step, src->n * sizeof *src->step);
-    if (src->blen)
-        memcpy(dst->bytes, src->bytes, src->blen);
-    if (src->ngrp)
-        memcpy(dst->grp, src->grp, src->ngrp * sizeof *src->grp);
-    dst->n = src->n, dst->blen = src->blen, dst->ngrp = src->ngrp;
-    dst->fused = src->fused, dst->removed = src->removed, dst->final = src->final;
-    return 0;
-}
-
 
 static tcf_step_t *tcf_step_add(tcf_steps_t *s)
 {
@@ -232,7 +213,7 @@ int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
             if (i != G->last)
                 continue;   /* the group runs as one kernel where its last op was */
             tcf_step_t *st = tcf_step_add(s);
-            int b = !st || tcf_steps_room(s, 0, 0, s->ngrp + 1) != 0
+            int b = !st || tcf_steps_room(s, 0, s->ngrp + 1) != 0
                   ? -1 : tcf_step_bind(s, st, G, items, n, &G->args);
             if (b > 0)
                 return tcf_steps_as_issued(w, s);
@@ -284,9 +265,9 @@ int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was, const uint8_t
             tcf_exec_item(w, i, &sc->items[i]);
         }
     }
-    if (tcf_steps_room(s, was->n, 0, was->ngrp) != 0)
+    if (tcf_steps_room(s, was->n, 0) != 0)
         return -1;
-    s->n = s->blen = s->ngrp = 0;
+    s->n = s->blen = s->ngrp = 0;   /* its fused steps' g: was's groups, not copied */
     s->fused = was->fused, s->removed = was->removed, s->final = 1;
     for (uint32_t j = 0; j < was->n; j++) {
         tcf_step_t *st = &s->step[s->n++];
@@ -294,8 +275,6 @@ int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was, const uint8_t
         if (!st->fused)
             continue;
         const tcf_fgroup_t *G = &was->grp[st->g];
-        s->grp[s->ngrp] = *G;
-        st->g = s->ngrp++;
         if (same[j]) {   /* its launches' bytes as they were: its argument as it was */
             if (tcf_step_bytes(s, st, was->bytes + was->step[j].boff, was->step[j].pbytes))
                 return -1;

@@ -68,14 +68,13 @@ int tcf_exec_steps_on(void);
  * every node event as issued, final. w locked. */
 int tcf_exec_steps(struct tcf_window *w, int learn, tcf_steps_t *s);
 void tcf_steps_free(tcf_steps_t *s);
-/* dst = a copy of src (dst's buffers reused); 0, or -1 when out of memory. */
-int tcf_steps_copy(tcf_steps_t *dst, const tcf_steps_t *src);
 /* The steps `was` (planned by tcf_exec_steps on an earlier window with w's key, final)
  * bound to w without planning it: each fused step whose span's launches carry the bytes
  * they had (same[j] set for fused step j, by the caller's comparison) keeps its bytes;
  * each other one is rebuilt from w's launches with the rules that formed its group
  * (tcf_fuser_bind: the same kernel, buffers, stores and vector width, every op it steps
- * over still clear of its bytes), and the steps as issued are w's events. A window that
+ * over still clear of its bytes), and the steps as issued are w's events. s's groups
+ * are was's: its fused steps' g index was->grp, and s->ngrp is 0. A window that
  * frees or allocates is refused (a store dropped or kept depends on frees past a group's
  * span). Returns 0 (s holds the steps), or -1 (refused: the caller plans w). w locked. */
 int tcf_exec_steps_rebind(struct tcf_window *w, const tcf_steps_t *was, const uint8_t *same,

@@ -13,10 +13,14 @@
  * that window runs as issued, the key is counted again from the warm-up count, and the
  * same window, learned as it closes, makes the new plan.
  *
- * Every held window of a key with fused nodes is planned again when it closes (its
- * pointers and scalars are its own, and so are the fused kernels' bound arguments); its
- * steps must be the graph's node for node (the same kernels, shapes, parameter sizes),
- * and their bytes are patched like any node's. Steps that differ (a kernel evicted from
+ * Every held window of a key with fused nodes gets its own steps when it closes (its
+ * pointers and scalars are its own, and so are the fused kernels' bound arguments): bound
+ * from the key's memo, the last replayed window's steps and launch bytes, without
+ * planning (tcf_exec_steps_rebind: a group whose launches kept their bytes keeps its
+ * argument, another is re-bound by the rules that formed it), or planned again where
+ * that is refused or there is no memo (TCFUSE_REPLAY_REBIND). Its steps must be the
+ * graph's node for node (the same kernels, shapes, parameter sizes), and their bytes are
+ * patched like any node's. Steps that differ (a kernel evicted from
  * exec's table and made again, a group bound differently) run the window as issued and
  * give the key up (plan-changed): a graph never runs steps other than its own. A plan not
  * final whose steps differ after the kernel table moved (a kernel came between the check
@@ -208,11 +212,25 @@ void tcf_rfull_forget(tcf_rplan_t *p)
     p->memo = NULL;
 }
 
+/* Swaps a's and b's steps and their bytes (the buffers, not their contents); their
+ * groups stay. */
+static void tcf_rsteps_swap(tcf_steps_t *a, tcf_steps_t *b)
+{
+    tcf_steps_t t = *a;
+    a->step = b->step, a->n = b->n, a->cap = b->cap;
+    a->bytes = b->bytes, a->blen = b->blen, a->bcap = b->bcap;
+    a->fused = b->fused, a->removed = b->removed, a->final = b->final;
+    b->step = t.step, b->n = t.n, b->cap = t.cap;
+    b->bytes = t.bytes, b->blen = t.blen, b->bcap = t.bcap;
+    b->fused = t.fused, b->removed = t.removed, b->final = t.final;
+}
+
 /* After w replayed as st: st's buffers go to p's memo (the memo's old ones to st, for the
- * next window on this thread), with w's launch parameters and the table's epoch. A memo
+ * next window on this thread), with w's launch parameters and the table's epoch; st's
+ * groups too when it was planned (bound: its groups are the memo's, which stay). A memo
  * that cannot be kept is dropped: the next window is planned. */
 static void tcf_rfull_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_t *st,
-                               uint64_t epoch)
+                               uint64_t epoch, int bound)
 {
     if (!tcf_cfg.replay_rebind || !st->final || !st->fused) {
         tcf_rfull_forget(p);
@@ -257,9 +275,13 @@ static void tcf_rfull_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_
         at += e->u.l.pbytes;
     }
     m->nev = w->nev, m->plen = at, m->epoch = epoch;
-    tcf_steps_t t = m->steps;   /* swapped: no copy */
-    m->steps = *st;
-    *st = t;
+    tcf_rsteps_swap(&m->steps, st);   /* no copy */
+    if (!bound) {   /* the plan's groups, for the windows bound from it */
+        tcf_fgroup_t *g = m->steps.grp;
+        uint32_t ng = m->steps.ngrp, gc = m->steps.gcap;
+        m->steps.grp = st->grp, m->steps.ngrp = st->ngrp, m->steps.gcap = st->gcap;
+        st->grp = g, st->ngrp = ng, st->gcap = gc;
+    }
 }
 
 /* w's steps bound from p's memo without planning (tcf_exec_steps_rebind), into st, with
@@ -428,7 +450,7 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
             atomic_fetch_add_explicit(&tcf_rctr.full_rebound_groups, st->fused - kept,
                                       memory_order_relaxed);
         }
-        tcf_rfull_remember(p, w, st, epoch);
+        tcf_rfull_remember(p, w, st, epoch, bound);
     } else {
         tcf_rfull_forget(p);
     }
