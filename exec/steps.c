@@ -170,9 +170,22 @@ static int tcf_steps_decode(tcf_window_t *w, uint32_t i)
     return 1;
 }
 
+/* w's events as the planner's items in sc, every launch decoded; the launches decoded. */
+static uint32_t tcf_steps_items(tcf_window_t *w, tcf_exec_scratch_t *sc)
+{
+    uint32_t ndec = 0;
+    for (uint32_t i = 0; i < w->nev; i++) {
+        sc->ev_of[i] = (uint16_t)i;
+        if (w->ev[i].kind == TCF_EV_LAUNCH && tcf_steps_decode(w, i))  /* sets its dec */
+            ndec++;
+        tcf_exec_item(w, i, &sc->items[i]);
+    }
+    return ndec;
+}
+
 int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
 {
-    uint32_t n = w->nev, ndec = 0;
+    uint32_t n = w->nev;
     tcf_exec_scratch_t *sc = NULL;
     if (!tcf_exec_steps_on() || n > TCF_FUSER_MAX_ITEMS || !(sc = tcf_exec_scratch())) {
         tcf_steps_as_issued(w, s);
@@ -180,12 +193,7 @@ int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
     }
     tcf_item_t *items = sc->items;
     tcf_plan_t *plan = &sc->plan;
-    for (uint32_t i = 0; i < n; i++) {
-        sc->ev_of[i] = (uint16_t)i;
-        if (w->ev[i].kind == TCF_EV_LAUNCH && tcf_steps_decode(w, i))  /* sets its dec */
-            ndec++;
-        tcf_exec_item(w, i, &items[i]);
-    }
+    uint32_t ndec = tcf_steps_items(w, sc);
     if (ndec < 2 || tcf_fuser_plan(items, n, plan) != 0)
         return tcf_steps_as_issued(w, s);
 
@@ -258,13 +266,8 @@ int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was, const uint8_t
     }
     /* A group to re-bind sees the window's items as the planner saw them, every launch
      * decoded (a two-byte cat takes its dtype from its neighbours', past its span). */
-    if (rebind) {
-        for (uint32_t i = 0; i < n; i++) {
-            if (w->ev[i].kind == TCF_EV_LAUNCH)
-                tcf_steps_decode(w, i);   /* sets its dec */
-            tcf_exec_item(w, i, &sc->items[i]);
-        }
-    }
+    if (rebind)
+        (void)tcf_steps_items(w, sc);
     if (tcf_steps_room(s, was->n, 0) != 0)
         return -1;
     s->n = s->blen = s->ngrp = 0;   /* its fused steps' g: was's groups, not copied */
