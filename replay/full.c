@@ -191,8 +191,9 @@ static void tcf_rfull_renew_due(int *reason)
 }
 
 /* A key's memo (tcf_rplan_t.memo): the steps of its last replayed window, with their
- * groups as planned, and that window's launch parameters (par, at each launch event's
- * off; UINT32_MAX for other events), kept while the kernel table stays at epoch. */
+ * groups as planned, and the parameters of that window's launches inside a fused group's
+ * span (par, at each such launch event's off; UINT32_MAX for other events), kept while
+ * the kernel table stays at epoch. */
 struct tcf_rmemo {
     tcf_steps_t steps;
     uint8_t    *par;
@@ -236,15 +237,18 @@ static void tcf_rfull_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_
         tcf_rfull_forget(p);
         return;
     }
-    uint32_t len = 0;
-    for (uint32_t i = 0; i < w->nev; i++) {
+    for (uint32_t i = 0; i < w->nev; i++)
         if (w->ev[i].kind == TCF_EV_FREE || w->ev[i].kind == TCF_EV_ALLOC) {
             tcf_rfull_forget(p);   /* its windows are refused (tcf_exec_steps_rebind) */
             return;
         }
-        if (w->ev[i].kind == TCF_EV_LAUNCH)
-            len += w->ev[i].u.l.pbytes;
-    }
+    /* Only the fused groups' launches: the others' bytes are in the graph's shadow, and
+     * nothing but a group's argument depends on them. */
+    uint32_t len = 0;
+    for (uint32_t j = 0; j < st->n; j++)
+        for (uint32_t i = st->step[j].first; st->step[j].fused && i <= st->step[j].ev; i++)
+            if (w->ev[i].kind == TCF_EV_LAUNCH)
+                len += w->ev[i].u.l.pbytes;
     struct tcf_rmemo *m = p->memo;
     if (!m && !(m = p->memo = tcf_calloc(1, sizeof *m)))
         return;
@@ -265,15 +269,17 @@ static void tcf_rfull_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_
         m->off = o, m->ocap = w->nev;
     }
     uint32_t at = 0;
-    for (uint32_t i = 0; i < w->nev; i++) {
-        const tcf_event_t *e = &w->ev[i];
+    for (uint32_t i = 0; i < w->nev; i++)
         m->off[i] = UINT32_MAX;
-        if (e->kind != TCF_EV_LAUNCH)
-            continue;
-        memcpy(m->par + at, w->arena + e->u.l.poff, e->u.l.pbytes);
-        m->off[i] = at;
-        at += e->u.l.pbytes;
-    }
+    for (uint32_t j = 0; j < st->n; j++)
+        for (uint32_t i = st->step[j].first; st->step[j].fused && i <= st->step[j].ev; i++) {
+            const tcf_event_t *e = &w->ev[i];
+            if (e->kind != TCF_EV_LAUNCH)
+                continue;
+            memcpy(m->par + at, w->arena + e->u.l.poff, e->u.l.pbytes);
+            m->off[i] = at;
+            at += e->u.l.pbytes;
+        }
     m->nev = w->nev, m->plen = at, m->epoch = epoch;
     tcf_rsteps_swap(&m->steps, st);   /* no copy */
     if (!bound) {   /* the plan's groups, for the windows bound from it */
