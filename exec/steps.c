@@ -246,8 +246,8 @@ int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
     return 0;
 }
 
-int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was, const uint8_t *same,
-                          tcf_steps_t *s)
+int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was,
+                          const tcf_step_arg_t *const *have, tcf_steps_t *s)
 {
     uint32_t n = w->nev;
     tcf_exec_scratch_t *sc = NULL;
@@ -262,7 +262,7 @@ int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was, const uint8_t
         const tcf_step_t *t = &was->step[j];
         if (t->fused && (t->ev >= n || t->first > t->ev))
             return -1;
-        rebind |= t->fused && !same[j];
+        rebind |= t->fused && !have[j];
     }
     /* A group to re-bind sees the window's items as the planner saw them, every launch
      * decoded (a two-byte cat takes its dtype from its neighbours', past its span). */
@@ -278,9 +278,11 @@ int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was, const uint8_t
         if (!st->fused)
             continue;
         const tcf_fgroup_t *G = &was->grp[st->g];
-        if (same[j]) {   /* its launches' bytes as they were: its argument as it was */
-            if (tcf_step_bytes(s, st, was->bytes + was->step[j].boff, was->step[j].pbytes))
+        if (have[j]) {   /* its launches' bytes as an earlier window's: that argument */
+            if (tcf_step_bytes(s, st, have[j]->bytes, have[j]->len))
                 return -1;
+            memcpy(st->grid, have[j]->grid, sizeof st->grid);
+            memcpy(st->block, have[j]->block, sizeof st->block);
             continue;
         }
         tcf_fused_args_t args;

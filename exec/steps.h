@@ -68,17 +68,26 @@ int tcf_exec_steps_on(void);
  * every node event as issued, final. w locked. */
 int tcf_exec_steps(struct tcf_window *w, int learn, tcf_steps_t *s);
 void tcf_steps_free(tcf_steps_t *s);
+/* A fused step's argument as an earlier window with the key had it bound: its bytes and
+ * launch shape (the caller keeps it, for the span's launch bytes it was bound from). */
+typedef struct {
+    const uint8_t *bytes;
+    uint32_t       len;
+    uint32_t       grid[3], block[3];
+} tcf_step_arg_t;
+
 /* The steps `was` (planned by tcf_exec_steps on an earlier window with w's key, final)
- * bound to w without planning it: each fused step whose span's launches carry the bytes
- * they had (same[j] set for fused step j, by the caller's comparison) keeps its bytes;
- * each other one is rebuilt from w's launches with the rules that formed its group
- * (tcf_fuser_bind: the same kernel, buffers, stores and vector width, every op it steps
- * over still clear of its bytes), and the steps as issued are w's events. s's groups
- * are was's: its fused steps' g index was->grp, and s->ngrp is 0. A window that
- * frees or allocates is refused (a store dropped or kept depends on frees past a group's
- * span). Returns 0 (s holds the steps), or -1 (refused: the caller plans w). w locked. */
-int tcf_exec_steps_rebind(struct tcf_window *w, const tcf_steps_t *was, const uint8_t *same,
-                          tcf_steps_t *s);
+ * bound to w without planning it: each fused step j whose span's launches carry bytes an
+ * earlier window's carried (have[j], found by the caller's comparison) takes the argument
+ * that window's was bound to; each other one is rebuilt from w's launches with the rules
+ * that formed its group (tcf_fuser_bind: the same kernel, buffers, stores and vector
+ * width, every op it steps over still clear of its bytes), and the steps as issued are
+ * w's events. s's groups are was's: its fused steps' g index was->grp, and s->ngrp is 0.
+ * A window that frees or allocates is refused (a store dropped or kept depends on frees
+ * past a group's span). Returns 0 (s holds the steps), or -1 (refused: the caller plans
+ * w). w locked. */
+int tcf_exec_steps_rebind(struct tcf_window *w, const tcf_steps_t *was,
+                          const tcf_step_arg_t *const *have, tcf_steps_t *s);
 /* The kernel table's epoch: it moves whenever a generated kernel is made, becomes ready
  * or unusable, or is evicted. A plan that was not final may be final once it has moved. */
 uint64_t tcf_exec_steps_epoch(void);

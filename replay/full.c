@@ -15,16 +15,17 @@
  *
  * Every held window of a key with fused nodes gets its own steps when it closes (its
  * pointers and scalars are its own, and so are the fused kernels' bound arguments): bound
- * from the key's memo, the last replayed window's steps and launch bytes, without
- * planning (tcf_exec_steps_rebind: a group whose launches kept their bytes keeps its
- * argument, another is re-bound by the rules that formed it), or planned again where
- * that is refused or there is no memo (TCFUSE_REPLAY_REBIND). Its steps must be the
- * graph's node for node (the same kernels, shapes, parameter sizes), and their bytes are
- * patched like any node's. Steps that differ (a kernel evicted from
- * exec's table and made again, a group bound differently) run the window as issued and
- * give the key up (plan-changed): a graph never runs steps other than its own. A plan not
- * final whose steps differ after the kernel table moved (a kernel came between the check
- * and the planning) is made again instead (TCF_R_RENEW). */
+ * from the key's memo (memo.c: its last plan, and the arguments earlier windows' launch
+ * bytes gave each group) without planning (tcf_exec_steps_rebind: a group whose launches
+ * carry bytes an earlier window's carried takes that window's argument, another is
+ * re-bound by the rules that formed it), or planned again where that is refused or there
+ * is no memo (TCFUSE_REPLAY_REBIND). Its steps must be the graph's node for node (the
+ * same kernels, shapes, parameter sizes), and their bytes are patched like any node's.
+ * Steps that differ (a kernel evicted from exec's table and made again, a group bound
+ * differently) run the window as issued and give the key up (plan-changed): a graph never
+ * runs steps other than its own. A plan not final whose steps differ after the kernel
+ * table moved (a kernel came between the check and the planning) is made again instead
+ * (TCF_R_RENEW). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,147 +191,6 @@ static void tcf_rfull_renew_due(int *reason)
     atomic_fetch_add_explicit(&tcf_rctr.full_renewed_late, 1, memory_order_relaxed);
 }
 
-/* A key's memo (tcf_rplan_t.memo): the steps of its last replayed window, with their
- * groups as planned, and the parameters of that window's launches inside a fused group's
- * span (par, at each such launch event's off; UINT32_MAX for other events), kept while
- * the kernel table stays at epoch. */
-struct tcf_rmemo {
-    tcf_steps_t steps;
-    uint8_t    *par;
-    uint32_t   *off;
-    uint32_t    nev, plen, pcap, ocap;
-    uint64_t    epoch;
-};
-
-void tcf_rfull_forget(tcf_rplan_t *p)
-{
-    if (!p->memo)
-        return;
-    tcf_steps_free(&p->memo->steps);
-    free(p->memo->par);
-    free(p->memo->off);
-    free(p->memo);
-    p->memo = NULL;
-}
-
-/* Swaps a's and b's steps and their bytes (the buffers, not their contents); their
- * groups stay. */
-static void tcf_rsteps_swap(tcf_steps_t *a, tcf_steps_t *b)
-{
-    tcf_steps_t t = *a;
-    a->step = b->step, a->n = b->n, a->cap = b->cap;
-    a->bytes = b->bytes, a->blen = b->blen, a->bcap = b->bcap;
-    a->fused = b->fused, a->removed = b->removed, a->final = b->final;
-    b->step = t.step, b->n = t.n, b->cap = t.cap;
-    b->bytes = t.bytes, b->blen = t.blen, b->bcap = t.bcap;
-    b->fused = t.fused, b->removed = t.removed, b->final = t.final;
-}
-
-/* After w replayed as st: st's buffers go to p's memo (the memo's old ones to st, for the
- * next window on this thread), with w's launch parameters and the table's epoch; st's
- * groups too when it was planned (bound: its groups are the memo's, which stay). A memo
- * that cannot be kept is dropped: the next window is planned. */
-static void tcf_rfull_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_t *st,
-                               uint64_t epoch, int bound)
-{
-    if (!tcf_cfg.replay_rebind || !st->final || !st->fused) {
-        tcf_rfull_forget(p);
-        return;
-    }
-    for (uint32_t i = 0; i < w->nev; i++)
-        if (w->ev[i].kind == TCF_EV_FREE || w->ev[i].kind == TCF_EV_ALLOC) {
-            tcf_rfull_forget(p);   /* its windows are refused (tcf_exec_steps_rebind) */
-            return;
-        }
-    /* Only the fused groups' launches: the others' bytes are in the graph's shadow, and
-     * nothing but a group's argument depends on them. */
-    uint32_t len = 0;
-    for (uint32_t j = 0; j < st->n; j++)
-        for (uint32_t i = st->step[j].first; st->step[j].fused && i <= st->step[j].ev; i++)
-            if (w->ev[i].kind == TCF_EV_LAUNCH)
-                len += w->ev[i].u.l.pbytes;
-    struct tcf_rmemo *m = p->memo;
-    if (!m && !(m = p->memo = tcf_calloc(1, sizeof *m)))
-        return;
-    if (len > m->pcap) {
-        uint8_t *b = tcf_realloc(m->par, len);
-        if (!b) {
-            tcf_rfull_forget(p);
-            return;
-        }
-        m->par = b, m->pcap = len;
-    }
-    if (w->nev > m->ocap) {
-        uint32_t *o = tcf_realloc(m->off, w->nev * sizeof *o);
-        if (!o) {
-            tcf_rfull_forget(p);
-            return;
-        }
-        m->off = o, m->ocap = w->nev;
-    }
-    uint32_t at = 0;
-    for (uint32_t i = 0; i < w->nev; i++)
-        m->off[i] = UINT32_MAX;
-    for (uint32_t j = 0; j < st->n; j++)
-        for (uint32_t i = st->step[j].first; st->step[j].fused && i <= st->step[j].ev; i++) {
-            const tcf_event_t *e = &w->ev[i];
-            if (e->kind != TCF_EV_LAUNCH)
-                continue;
-            memcpy(m->par + at, w->arena + e->u.l.poff, e->u.l.pbytes);
-            m->off[i] = at;
-            at += e->u.l.pbytes;
-        }
-    m->nev = w->nev, m->plen = at, m->epoch = epoch;
-    tcf_rsteps_swap(&m->steps, st);   /* no copy */
-    if (!bound) {   /* the plan's groups, for the windows bound from it */
-        tcf_fgroup_t *g = m->steps.grp;
-        uint32_t ng = m->steps.ngrp, gc = m->steps.gcap;
-        m->steps.grp = st->grp, m->steps.ngrp = st->ngrp, m->steps.gcap = st->gcap;
-        st->grp = g, st->ngrp = ng, st->gcap = gc;
-    }
-}
-
-/* w's steps bound from p's memo without planning (tcf_exec_steps_rebind), into st, with
- * *kept the groups whose launches carried the bytes they had: 1 bound, 0 not (no memo,
- * the table moved, another shape of window, or refused). */
-static int tcf_rfull_rebind(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st, uint64_t epoch,
-                            uint32_t *kept)
-{
-    struct tcf_rmemo *m = p->memo;
-    if (!m || !tcf_cfg.replay_rebind || m->epoch != epoch || m->nev != w->nev)
-        return 0;
-    uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
-    const tcf_steps_t *was = &m->steps;
-    uint8_t stack_same[256], *same = was->n <= sizeof stack_same ? stack_same
-                                                                  : tcf_malloc(was->n);
-    if (!same)
-        return 0;
-    *kept = 0;
-    for (uint32_t j = 0; j < was->n; j++) {
-        const tcf_step_t *t = &was->step[j];
-        same[j] = t->fused;
-        for (uint32_t i = t->first; t->fused && i <= t->ev && i < w->nev; i++) {
-            const tcf_event_t *e = &w->ev[i];
-            if (e->kind == TCF_EV_LAUNCH &&
-                (m->off[i] == UINT32_MAX || m->off[i] + e->u.l.pbytes > m->plen ||
-                 memcmp(m->par + m->off[i], w->arena + e->u.l.poff, e->u.l.pbytes))) {
-                same[j] = 0;
-                break;
-            }
-        }
-        *kept += same[j];
-    }
-    int ok = tcf_exec_steps_rebind(w, was, same, st) == 0;
-    if (same != stack_same)
-        free(same);
-    if (t0)
-        atomic_fetch_add_explicit(&tcf_rctr.full_rebind_ns, tcf_now_ns() - t0,
-                                  memory_order_relaxed);
-    if (!ok)
-        atomic_fetch_add_explicit(&tcf_rctr.full_rebind_refused, 1, memory_order_relaxed);
-    return ok;
-}
-
 /* Each of st's steps against p's node j: its signature and its bytes for this window,
  * into bytes_of (ops: room for w's memset and copy bytes). 0 every step is its node's;
  * 1 step *at differs (its kernel, shape or parameter size); -1 a step cannot be a node
@@ -401,7 +261,7 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
     uint8_t **bytes_of = rbytes.bytes_of, (*ops)[TCF_R_OP_BYTES] = rbytes.ops;
     uint64_t epoch = tcf_exec_steps_epoch();
     uint32_t at = 0, kept = 0;
-    int rc = -1, nodes = 1, bound = tcf_rfull_rebind(p, w, st, epoch, &kept);
+    int rc = -1, nodes = 1, bound = tcf_rmemo_bind(p, w, st, epoch, &kept);
     if (bound && st->n == p->n)
         nodes = tcf_rfull_nodes(p, w, st, bytes_of, ops, &at);
     if (bound && nodes != 0) {   /* bound to other nodes than the graph's: planned instead */
@@ -456,7 +316,7 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
             atomic_fetch_add_explicit(&tcf_rctr.full_rebound_groups, st->fused - kept,
                                       memory_order_relaxed);
         }
-        tcf_rfull_remember(p, w, st, epoch, bound);
+        tcf_rmemo_remember(p, w, st, epoch, bound);
     } else {
         tcf_rfull_forget(p);
     }
@@ -510,7 +370,7 @@ void tcf_rfull_stats_print(void)
     unsigned long long rb = atomic_load(&tcf_rctr.full_rebound),
                        rf = atomic_load(&tcf_rctr.full_rebind_refused);
     tcf_out("  rebind        %llu replayed windows bound without planning (%llu groups re-bound, "
-            "%llu kept as they were; %.1f us a window tried), %llu refused and planned (a group's "
+            "%llu kept from earlier windows; %.1f us a window tried), %llu refused and planned (a group's "
             "launches no longer fuse alike, other nodes than the graph's; a key whose windows free "
             "or allocate keeps no plan to bind from)%s", rb, (unsigned long long)atomic_load(&tcf_rctr.full_rebound_groups),
             (unsigned long long)atomic_load(&tcf_rctr.full_kept_groups),

@@ -23,6 +23,7 @@
 #include "base/driver.h"
 #include "base/fault.h"
 #include "capture/window.h"
+#include "exec/steps.h"
 #include "config/config.h"
 #include "recognize/recognize.h"
 #include "replay/replay.h"
@@ -190,8 +191,8 @@ typedef struct tcf_rplan {
      * window was last planned, + 1; 0 when the plan is final. Read and written by the
      * flushes that replay it (full.c). */
     atomic_ullong     upgrade_epoch;
-    /* Full mode: its last replayed window's steps and launch bytes, for the next window to
-     * be bound without planning (full.c; NULL until one replays). */
+    /* Full mode: its last plan and the arguments its windows were bound to, for the next
+     * window to be bound without planning (memo.c; NULL until one replays). */
     struct tcf_rmemo *memo;
 } tcf_rplan_t;
 
@@ -352,6 +353,17 @@ typedef struct {
 /* 0, or -1 when out of memory (nothing to free then). */
 int tcf_rbytes_room(const tcf_rplan_t *p, const tcf_window_t *w, tcf_rbytes_t *b);
 void tcf_rbytes_free(tcf_rbytes_t *b);
+/* Full mode's memo per key (memo.c): w's steps bound from p's memo without planning
+ * (tcf_exec_steps_rebind), into st, with *kept the fused steps whose argument an earlier
+ * window's launches gave: 1 bound, 0 not (no memo, the table moved from epoch, another
+ * shape of window, or refused). w locked, p taken. */
+int tcf_rmemo_bind(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st, uint64_t epoch,
+                   uint32_t *kept);
+/* After w replayed as st (bound: from p's memo; else planned, at the kernel table's
+ * epoch): what was bound anew joins the memo, or a plan becomes it (st's buffers go to
+ * the memo, the memo's old ones to st). A memo that cannot be kept is dropped. */
+void tcf_rmemo_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_t *st,
+                        uint64_t epoch, int bound);
 /* Frees p's full-mode memo (its graph dropped). */
 void tcf_rfull_forget(tcf_rplan_t *p);
 

@@ -126,30 +126,37 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
         'graph fused tanh add mul tanh' 'graph fused tanh fused tanh') "$T/forms"
 }
 
-@test "full: a replayed window is bound from the last one's plan, not planned again, byte for byte the planner's" {
-    # TCFUSE_REPLAY_REBIND=2 binds each replayed window from the last one's steps and also
-    # plans it, comparing the two step by step and byte by byte (the generated kernel, its
-    # launch shape, its argument): any difference is counted and the plan runs. Fixed
-    # pointers: every group keeps its argument; swapped buffers: every group is re-bound
-    # (tcf_fuser_bind) each window; the `two` window: two groups kept; frees in the window
-    # (async): no plan kept to bind from, every window planned.
+@test "full: a replayed window is bound from its key's memo, not planned again, byte for byte the planner's" {
+    # TCFUSE_REPLAY_REBIND=2 binds each replayed window from its key's memo and also plans
+    # it, comparing the two step by step and byte by byte (the generated kernel, its launch
+    # shape, its argument): any difference is counted and the plan runs. Fixed pointers:
+    # every group takes the argument the window before had; swapped buffers: the second set
+    # is re-bound once (tcf_fuser_bind), then each set takes its own argument; the `two`
+    # window: two groups kept; frees in the window (async): no plan kept to bind from,
+    # every window planned; 32 sets of buffers in turn (as many as the memo keeps a group's
+    # arguments for): each re-bound once; 33: the least recently used is always the one
+    # needed, every window re-bound.
     local how
-    for how in return swap two async; do
-        base "$how.plain" "$PROGS/fusechain" 40 "$how"
+    for how in return swap two async sets:32 sets:33; do
+        local prog=(fusechain 40 "$how")
+        [[ $how == sets:* ]] && prog=(fusechain 80 sets "${how#sets:}")
+        base "$how.plain" "$PROGS/${prog[0]}" "${prog[@]:1}"
         TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
-            TCFUSE_REPLAY_REBIND=2 tcf "$how.full" "$PROGS/fusechain" 40 "$how"
+            TCFUSE_REPLAY_REBIND=2 tcf "$how.full" "$PROGS/${prog[0]}" "${prog[@]:1}"
         [ "$status" = 0 ] || { cat "$T/$how.full.err"; return 1; }
         same_text "$how: stdout" "$T/$how.plain.out" "$T/$how.full.out"
         expect_line "$T/$how.full.err" '^tcfuse: +rebind check +[0-9]+ bound windows planned beside, 0 differed'
         # the same work as with every window planned (TCFUSE_REPLAY_REBIND=0)
         TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
-            TCFUSE_REPLAY_REBIND=0 tcf "$how.planned" "$PROGS/fusechain" 40 "$how"
+            TCFUSE_REPLAY_REBIND=0 tcf "$how.planned" "$PROGS/${prog[0]}" "${prog[@]:1}"
         same_text "$how: kernels run" <(kernels "$T/$how.planned.log") <(kernels "$T/$how.full.log")
     done
-    expect_line "$T/return.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 36 kept as they were'
-    expect_line "$T/swap.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(36 groups re-bound, 0 kept as they were'
-    expect_line "$T/two.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 72 kept as they were'
+    expect_line "$T/return.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 36 kept from earlier windows'
+    expect_line "$T/swap.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(1 groups re-bound, 35 kept from earlier windows'
+    expect_line "$T/two.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 72 kept from earlier windows'
     expect_line "$T/async.full.err" '^tcfuse: +rebind +0 replayed windows bound without planning .*, 0 refused and planned'
+    expect_line "$T/sets:32.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(31 groups re-bound, 45 kept from earlier windows'
+    expect_line "$T/sets:33.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(76 groups re-bound, 0 kept from earlier windows'
     expect_line "$T/swap.planned.err" '^tcfuse: +rebind +0 replayed windows .*\(TCFUSE_REPLAY_REBIND=0\)$'
 }
 

@@ -33,6 +33,8 @@
  *   swap     odd iterations run the chain on a second set of buffers (every pointer
  *            changes from one iteration to the next: a graph's nodes are patched), then
  *            ends as `return` does
+ *   sets     as swap over US sets of buffers (default 3, at most 64), iteration i on set
+ *            i % US: a key whose windows carry that many sets of pointers, cyclically
  *   misalign as swap, the second set 4 bytes past a 16-byte boundary: the same launches
  *            (the same key), but a generated kernel planned on the first set does not
  *            serve the second
@@ -287,6 +289,34 @@ int main(int argc, char **argv)
         }
         said("cuStreamSynchronize", d.streamSynchronize(NULL));
         printf("async bytes sum=%llu\n", sum);
+        printf("done\n");
+        return 0;
+    }
+    if (!strcmp(how, "sets")) {
+        int nsets = argc > 3 ? atoi(argv[3]) : 3;
+        if (nsets < 1 || nsets > 64)
+            nsets = 3;
+        CUdeviceptr set[64][4] = { { x, y, z, o } };
+        for (int k = 1; k < nsets; k++)
+            for (int b = 0; b < 4; b++)
+                said("cuMemAlloc set", d.memAlloc(&set[k][b], N * 4));
+        unsigned long long sum = 0;
+        for (int it = 0; it < iters; it++) {
+            const CUdeviceptr *b = set[it % nsets];
+            for (int i = 0; i < N; i++)
+                host[i] = (float)(i % 97) * 0.25f - 3.0f + (float)it;
+            said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(b[0], host, sizeof host, NULL));
+            CUdeviceptr md[2] = { b[1], b[0] }, ad[3] = { b[2], b[1], b[0] },
+                        td[2] = { b[3], b[2] };
+            void *mp[] = { &n, (void *)mul_f, md }, *ap[] = { &n, (void *)&alpha, ad },
+                 *tp[] = { &n, (void *)&tanh_f, td };
+            said("mul", go(kmul, mp));
+            said("add", go(kadd, ap));
+            said("tanh", go(ktanh, tp));
+            said("cuStreamSynchronize", d.streamSynchronize(NULL));
+            sum += sum_back("cuMemcpyDtoHAsync w", b[3]);
+        }
+        printf("sets bytes sum=%llu\n", sum);
         printf("done\n");
         return 0;
     }

@@ -1,0 +1,252 @@
+/* Full mode's memo per key: what a replayed window needs to be bound without planning
+ * (tcf_exec_steps_rebind). It holds the steps of the key's last planned window, with their
+ * groups (the plan every later window is bound from), and for each fused step the
+ * arguments earlier windows bound it to, each with the launch bytes of the step's span it
+ * was bound from.
+ *
+ * Why more than the last window's: a key recurs within an iteration (each layer of a model
+ * issues the same launches over its own weights and activations), so the window before
+ * with the same key is another layer's, whose pointers all differ, and every group would be
+ * re-bound every time (measured on HF Llama: 2238 groups re-bound against 4 kept in 561
+ * windows, binding as costly as planning). The same layer's window an iteration earlier
+ * carried the same bytes: with up to TCF_RMEMO_ARGS arguments per step, a model of that many
+ * layers binds every step from the memo once an iteration has run.
+ *
+ * An argument is taken only for the very bytes it was bound from, under the same plan and
+ * kernel table (the memo is dropped when either changes), in a window that neither frees
+ * nor allocates: so it is what binding these bytes again would give (the span's bytes hold
+ * everything the group's argument is made of, and the key fixes the kernels around it).
+ * The span's bytes are compared in full; a hash only picks the candidate.
+ *
+ * Threads: a key's windows close one at a time (the key is its stream's), under that
+ * stream's window lock. */
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "exec/steps.h"
+#include "replay/internal.h"
+
+/* Arguments kept per fused step: more than the layers of the models measured (GPT-2 and
+ * BERT-base 12, the Llama-style ones 8); past it the least recently used goes. */
+#define TCF_RMEMO_ARGS 32
+
+/* One argument of a fused step and the span's launch bytes it was bound from. */
+typedef struct {
+    uint64_t       h;          /* the span's bytes hashed */
+    uint64_t       used;       /* the memo's tick when last taken or made */
+    uint32_t       slen, cap;  /* the span's bytes; the room at b */
+    uint8_t       *b;          /* the span's bytes, then the argument's (arg.bytes) */
+    tcf_step_arg_t arg;
+} tcf_rarg_t;
+
+typedef struct {
+    uint32_t   n;
+    tcf_rarg_t a[TCF_RMEMO_ARGS];
+} tcf_rargs_t;
+
+struct tcf_rmemo {
+    tcf_steps_t           steps;   /* the key's last plan, its groups with it */
+    tcf_rargs_t         **args;    /* per step: its arguments (NULL: not fused) */
+    /* this window's, from tcf_rmemo_bind to tcf_rmemo_remember, per step: */
+    const tcf_step_arg_t **have;   /* the argument found, or NULL */
+    uint64_t             *h;       /* the span's hash */
+    uint32_t             *slen;    /* the span's launch bytes */
+    uint32_t              nstep;   /* room in args, have, h, slen */
+    uint32_t              nev;     /* events of the windows bound */
+    uint64_t              epoch;   /* the kernel table's, when planned */
+    uint64_t              tick;
+};
+
+static void tcf_rmemo_args_clear(struct tcf_rmemo *m)
+{
+    for (uint32_t j = 0; j < m->nstep; j++) {
+        if (!m->args[j])
+            continue;
+        for (uint32_t k = 0; k < m->args[j]->n; k++)
+            free(m->args[j]->a[k].b);
+        free(m->args[j]);
+        m->args[j] = NULL;
+    }
+}
+
+void tcf_rfull_forget(tcf_rplan_t *p)
+{
+    struct tcf_rmemo *m = p->memo;
+    if (!m)
+        return;
+    tcf_rmemo_args_clear(m);
+    tcf_steps_free(&m->steps);
+    free(m->args);
+    free(m->have);
+    free(m->h);
+    free(m->slen);
+    free(m);
+    p->memo = NULL;
+}
+
+/* The launch bytes of step t's span in w: hashed into *h, their length into *len. */
+static void tcf_rmemo_span_hash(const tcf_window_t *w, const tcf_step_t *t, uint64_t *h,
+                                uint32_t *len)
+{
+    uint64_t x = 0;
+    uint32_t n = 0;
+    for (uint32_t i = t->first; i <= t->ev; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (e->kind != TCF_EV_LAUNCH)
+            continue;
+        x = XXH3_64bits_withSeed(w->arena + e->u.l.poff, e->u.l.pbytes, x);
+        n += e->u.l.pbytes;
+    }
+    *h = x, *len = n;
+}
+
+/* Whether step t's span in w carries the bytes at b. */
+static int tcf_rmemo_span_is(const tcf_window_t *w, const tcf_step_t *t, const uint8_t *b)
+{
+    for (uint32_t i = t->first; i <= t->ev; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (e->kind != TCF_EV_LAUNCH)
+            continue;
+        if (memcmp(b, w->arena + e->u.l.poff, e->u.l.pbytes))
+            return 0;
+        b += e->u.l.pbytes;
+    }
+    return 1;
+}
+
+/* Step j's argument in st (bound for w, whose span hashed to h over slen bytes) kept in m,
+ * in a free slot or the least recently used one. Out of memory: not kept. */
+static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, const tcf_window_t *w,
+                           const tcf_steps_t *st, uint64_t h, uint32_t slen)
+{
+    const tcf_step_t *s = &st->step[j];
+    tcf_rargs_t *as = m->args[j];
+    if (!as && !(as = m->args[j] = tcf_calloc(1, sizeof *as)))
+        return;
+    tcf_rarg_t *a = NULL;
+    if (as->n < TCF_RMEMO_ARGS) {
+        a = &as->a[as->n];
+    } else {
+        a = &as->a[0];
+        for (uint32_t k = 1; k < as->n; k++)
+            if (as->a[k].used < a->used)
+                a = &as->a[k];
+    }
+    uint32_t need = slen + s->pbytes;
+    if (need > a->cap) {
+        uint8_t *b = tcf_realloc(a->b, need);
+        if (!b)
+            return;
+        a->b = b, a->cap = need;
+    }
+    if (a == &as->a[as->n])
+        as->n++;
+    uint8_t *b = a->b;
+    for (uint32_t i = s->first; i <= s->ev; i++) {
+        const tcf_event_t *e = &w->ev[i];
+        if (e->kind != TCF_EV_LAUNCH)
+            continue;
+        memcpy(b, w->arena + e->u.l.poff, e->u.l.pbytes);
+        b += e->u.l.pbytes;
+    }
+    memcpy(b, st->bytes + s->boff, s->pbytes);
+    a->h = h, a->slen = slen, a->used = ++m->tick;
+    a->arg.bytes = b, a->arg.len = s->pbytes;
+    memcpy(a->arg.grid, s->grid, sizeof a->arg.grid);
+    memcpy(a->arg.block, s->block, sizeof a->arg.block);
+}
+
+/* m's arrays for n steps, every argument dropped. 0, or -1 out of memory. */
+static int tcf_rmemo_room(struct tcf_rmemo *m, uint32_t n)
+{
+    tcf_rmemo_args_clear(m);
+    if (n <= m->nstep)
+        return 0;
+    free(m->args), free(m->have), free(m->h), free(m->slen);
+    m->args = tcf_calloc(n, sizeof *m->args);
+    m->have = tcf_calloc(n, sizeof *m->have);
+    m->h = tcf_calloc(n, sizeof *m->h);
+    m->slen = tcf_calloc(n, sizeof *m->slen);
+    m->nstep = n;
+    if (m->args && m->have && m->h && m->slen)
+        return 0;
+    m->nstep = 0;   /* args' entries all NULL: nothing for args_clear to walk */
+    return -1;
+}
+
+void tcf_rmemo_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_t *st,
+                        uint64_t epoch, int bound)
+{
+    if (!tcf_cfg.replay_rebind || !st->final || !st->fused) {
+        tcf_rfull_forget(p);
+        return;
+    }
+    for (uint32_t i = 0; i < w->nev; i++)
+        if (w->ev[i].kind == TCF_EV_FREE || w->ev[i].kind == TCF_EV_ALLOC) {
+            tcf_rfull_forget(p);   /* its windows are refused (tcf_exec_steps_rebind) */
+            return;
+        }
+    struct tcf_rmemo *m = p->memo;
+    if (bound && m) {   /* the memo's plan: keep what was bound anew */
+        for (uint32_t j = 0; j < st->n && j < m->nstep; j++)
+            if (st->step[j].fused && !m->have[j])
+                tcf_rmemo_keep(m, j, w, st, m->h[j], m->slen[j]);
+        return;
+    }
+    /* planned: a new plan to bind from, its arguments this window's */
+    if (!m && !(m = p->memo = tcf_calloc(1, sizeof *m)))
+        return;
+    if (tcf_rmemo_room(m, st->n) != 0) {
+        tcf_rfull_forget(p);
+        return;
+    }
+    /* st's steps and groups to the memo; the memo's old buffers to st, for the next window
+     * on this thread (no copy) */
+    tcf_steps_t t = m->steps;
+    m->steps = *st, *st = t;
+    m->nev = w->nev, m->epoch = epoch, m->tick = 0;
+    for (uint32_t j = 0; j < m->steps.n; j++)
+        if (m->steps.step[j].fused) {
+            tcf_rmemo_span_hash(w, &m->steps.step[j], &m->h[j], &m->slen[j]);
+            tcf_rmemo_keep(m, j, w, &m->steps, m->h[j], m->slen[j]);
+        }
+}
+
+int tcf_rmemo_bind(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st, uint64_t epoch,
+                   uint32_t *kept)
+{
+    struct tcf_rmemo *m = p->memo;
+    *kept = 0;
+    if (!m || !tcf_cfg.replay_rebind || m->epoch != epoch || m->nev != w->nev ||
+        m->steps.n > m->nstep)
+        return 0;
+    uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
+    const tcf_steps_t *was = &m->steps;
+    for (uint32_t j = 0; j < was->n; j++) {
+        const tcf_step_t *t = &was->step[j];
+        m->have[j] = NULL;
+        if (!t->fused || t->ev >= w->nev || t->first > t->ev)
+            continue;   /* exec refuses a span past the window */
+        tcf_rmemo_span_hash(w, t, &m->h[j], &m->slen[j]);
+        tcf_rargs_t *as = m->args[j];
+        for (uint32_t k = 0; as && k < as->n; k++) {
+            tcf_rarg_t *a = &as->a[k];
+            if (a->h == m->h[j] && a->slen == m->slen[j] && tcf_rmemo_span_is(w, t, a->b)) {
+                m->have[j] = &a->arg;
+                a->used = ++m->tick;
+                ++*kept;
+                break;
+            }
+        }
+    }
+    int ok = tcf_exec_steps_rebind(w, was, m->have, st) == 0;
+    if (t0)
+        atomic_fetch_add_explicit(&tcf_rctr.full_rebind_ns, tcf_now_ns() - t0,
+                                  memory_order_relaxed);
+    if (!ok)
+        atomic_fetch_add_explicit(&tcf_rctr.full_rebind_refused, 1, memory_order_relaxed);
+    return ok;
+}
