@@ -369,11 +369,14 @@ void tcf_rfull_stats_print(void)
             (double)atomic_load(&tcf_rctr.full_learn_ns) / 1e6);
     unsigned long long rb = atomic_load(&tcf_rctr.full_rebound),
                        rf = atomic_load(&tcf_rctr.full_rebind_refused);
-    tcf_out("  rebind        %llu replayed windows bound without planning (%llu groups re-bound, "
-            "%llu kept from earlier windows; %.1f us a window tried), %llu refused and planned (a group's "
-            "launches no longer fuse alike, other nodes than the graph's; a key whose windows free "
-            "or allocate keeps no plan to bind from)%s", rb, (unsigned long long)atomic_load(&tcf_rctr.full_rebound_groups),
+    tcf_out("  rebind        %llu replayed windows bound without planning (%llu groups "
+            "re-bound, %llu kept from earlier windows, %llu dropped from a full memo; %.1f us "
+            "a window tried), %llu refused and planned (a group's launches no longer fuse "
+            "alike, other nodes than the graph's; a key whose windows free or allocate keeps "
+            "no plan to bind from)%s", rb,
+            (unsigned long long)atomic_load(&tcf_rctr.full_rebound_groups),
             (unsigned long long)atomic_load(&tcf_rctr.full_kept_groups),
+            (unsigned long long)atomic_load(&tcf_rctr.full_memo_dropped),
             rb + rf ? (double)atomic_load(&tcf_rctr.full_rebind_ns) / 1e3 / (double)(rb + rf)
                     : 0.0,
             rf, tcf_cfg.replay_rebind ? "" : " (TCFUSE_REPLAY_REBIND=0)");

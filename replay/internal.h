@@ -436,7 +436,7 @@ typedef struct {
      * planned after a refusal (rebind_refused) */
     atomic_ullong full_rebound, full_rebound_groups, full_kept_groups, full_rebind_refused,
                   full_rebind_ns, full_planned_again, full_rebind_checked,
-                  full_rebind_differs;
+                  full_rebind_differs, full_memo_dropped;
 } tcf_rcounters_t;
 extern tcf_rcounters_t tcf_rctr;
 void tcf_rstats_patched(uint32_t n);

@@ -134,6 +134,7 @@ static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, const tcf_window_t *
         for (uint32_t k = 1; k < as->n; k++)
             if (as->a[k].used < a->used)
                 a = &as->a[k];
+        atomic_fetch_add_explicit(&tcf_rctr.full_memo_dropped, 1, memory_order_relaxed);
     }
     uint32_t need = slen + s->pbytes;
     if (need > a->cap) {

@@ -151,12 +151,12 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
             TCFUSE_REPLAY_REBIND=0 tcf "$how.planned" "$PROGS/${prog[0]}" "${prog[@]:1}"
         same_text "$how: kernels run" <(kernels "$T/$how.planned.log") <(kernels "$T/$how.full.log")
     done
-    expect_line "$T/return.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 36 kept from earlier windows'
-    expect_line "$T/swap.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(1 groups re-bound, 35 kept from earlier windows'
-    expect_line "$T/two.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 72 kept from earlier windows'
+    expect_line "$T/return.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 36 kept from earlier windows, 0 dropped'
+    expect_line "$T/swap.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(1 groups re-bound, 35 kept from earlier windows, 0 dropped'
+    expect_line "$T/two.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 72 kept from earlier windows, 0 dropped'
     expect_line "$T/async.full.err" '^tcfuse: +rebind +0 replayed windows bound without planning .*, 0 refused and planned'
-    expect_line "$T/sets:32.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(31 groups re-bound, 45 kept from earlier windows'
-    expect_line "$T/sets:33.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(76 groups re-bound, 0 kept from earlier windows'
+    expect_line "$T/sets:32.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(31 groups re-bound, 45 kept from earlier windows, 0 dropped'
+    expect_line "$T/sets:33.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(76 groups re-bound, 0 kept from earlier windows, 45 dropped from a full memo'
     expect_line "$T/swap.planned.err" '^tcfuse: +rebind +0 replayed windows .*\(TCFUSE_REPLAY_REBIND=0\)$'
 }
 
