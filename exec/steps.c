@@ -183,6 +183,21 @@ static uint32_t tcf_steps_items(tcf_window_t *w, tcf_exec_scratch_t *sc)
     return ndec;
 }
 
+uint32_t tcf_exec_steps_span_items(tcf_window_t *w, const tcf_step_t *t, tcf_item_t *items,
+                                   uint32_t max)
+{
+    if (!t->fused || t->ev >= w->nev || t->first > t->ev || t->ev - t->first >= max)
+        return 0;
+    uint32_t k = 0;
+    for (uint32_t i = t->first; i <= t->ev; i++, k++) {
+        memset(&items[k], 0, sizeof items[k]);
+        if (w->ev[i].kind == TCF_EV_LAUNCH)
+            (void)tcf_steps_decode(w, i);   /* sets its dec */
+        tcf_exec_item(w, i, &items[k]);
+    }
+    return k;
+}
+
 int tcf_exec_steps(tcf_window_t *w, int learn, tcf_steps_t *s)
 {
     uint32_t n = w->nev;

@@ -88,6 +88,14 @@ typedef struct {
  * w). w locked. */
 int tcf_exec_steps_rebind(struct tcf_window *w, const tcf_steps_t *was,
                           const tcf_step_arg_t *const *have, tcf_steps_t *s);
+/* The planner's items for fused step t's span of w (first..ev: its launches decoded from
+ * their bytes as planning decodes them, a launch that does not decode opaque), into items
+ * (room for max), each zeroed first: two spans whose items compare equal as bytes bind
+ * their group to the same argument, whatever bytes a kernel ignores (the unused dimensions
+ * of PyTorch's OffsetCalculator, a functor's padding) carried. Returns how many, or 0 (t is
+ * no fused step of w, or its span is longer than max). w locked. */
+uint32_t tcf_exec_steps_span_items(struct tcf_window *w, const tcf_step_t *t,
+                                   tcf_item_t *items, uint32_t max);
 /* The kernel table's epoch: it moves whenever a generated kernel is made, becomes ready
  * or unusable, or is evicted. A plan that was not final may be final once it has moved. */
 uint64_t tcf_exec_steps_epoch(void);

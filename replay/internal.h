@@ -362,7 +362,7 @@ int tcf_rmemo_bind(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st, uint64_t ep
 /* After w replayed as st (bound: from p's memo; else planned, at the kernel table's
  * epoch): what was bound anew joins the memo, or a plan becomes it (st's buffers go to
  * the memo, the memo's old ones to st). A memo that cannot be kept is dropped. */
-void tcf_rmemo_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_t *st,
+void tcf_rmemo_remember(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st,
                         uint64_t epoch, int bound);
 /* Frees p's full-mode memo (its graph dropped). */
 void tcf_rfull_forget(tcf_rplan_t *p);

@@ -33,12 +33,14 @@
  * BERT-base 12, the Llama-style ones 8); past it the least recently used goes. */
 #define TCF_RMEMO_ARGS 32
 
-/* One argument of a fused step and the span's launch bytes it was bound from. */
+/* One argument of a fused step, with the span's launch bytes and items it was bound from. */
 typedef struct {
-    uint64_t       h;          /* the span's bytes hashed */
+    uint64_t       h, ih;      /* the span's bytes hashed; its items hashed */
     uint64_t       used;       /* the memo's tick when last taken or made */
-    uint32_t       slen, cap;  /* the span's bytes; the room at b */
+    uint32_t       slen, nit;  /* the span's bytes; its items (0: none kept) */
+    uint32_t       cap;        /* the room at b */
     uint8_t       *b;          /* the span's bytes, then the argument's (arg.bytes) */
+    tcf_item_t    *it;         /* the span's items */
     tcf_step_arg_t arg;
 } tcf_rarg_t;
 
@@ -55,6 +57,8 @@ struct tcf_rmemo {
     uint64_t             *h;       /* the span's hash */
     uint32_t             *slen;    /* the span's launch bytes */
     uint32_t              nstep;   /* room in args, have, h, slen */
+    tcf_item_t           *sit;     /* a span's items, for comparing (room for nsit) */
+    uint32_t              nsit;
     uint32_t              nev;     /* events of the windows bound */
     uint64_t              epoch;   /* the kernel table's, when planned */
     uint64_t              tick;
@@ -65,8 +69,10 @@ static void tcf_rmemo_args_clear(struct tcf_rmemo *m)
     for (uint32_t j = 0; j < m->nstep; j++) {
         if (!m->args[j])
             continue;
-        for (uint32_t k = 0; k < m->args[j]->n; k++)
+        for (uint32_t k = 0; k < m->args[j]->n; k++) {
             free(m->args[j]->a[k].b);
+            free(m->args[j]->a[k].it);
+        }
         free(m->args[j]);
         m->args[j] = NULL;
     }
@@ -83,6 +89,7 @@ void tcf_rfull_forget(tcf_rplan_t *p)
     free(m->have);
     free(m->h);
     free(m->slen);
+    free(m->sit);
     free(m);
     p->memo = NULL;
 }
@@ -117,9 +124,28 @@ static int tcf_rmemo_span_is(const tcf_window_t *w, const tcf_step_t *t, const u
     return 1;
 }
 
+/* Step t's span in w as the planner's items, into m's room for them: how many (0 when they
+ * cannot be had), hashed into *ih. */
+static uint32_t tcf_rmemo_span_items(struct tcf_rmemo *m, tcf_window_t *w, const tcf_step_t *t,
+                                     uint64_t *ih)
+{
+    uint32_t len = t->ev < w->nev && t->first <= t->ev ? t->ev - t->first + 1 : 0;
+    if (!len)
+        return 0;
+    if (len > m->nsit) {
+        tcf_item_t *it = tcf_realloc(m->sit, len * sizeof *it);
+        if (!it)
+            return 0;
+        m->sit = it, m->nsit = len;
+    }
+    uint32_t n = tcf_exec_steps_span_items(w, t, m->sit, m->nsit);
+    *ih = n ? XXH3_64bits(m->sit, n * sizeof *m->sit) : 0;
+    return n;
+}
+
 /* Step j's argument in st (bound for w, whose span hashed to h over slen bytes) kept in m,
  * in a free slot or the least recently used one. Out of memory: not kept. */
-static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, const tcf_window_t *w,
+static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, tcf_window_t *w,
                            const tcf_steps_t *st, uint64_t h, uint32_t slen)
 {
     const tcf_step_t *s = &st->step[j];
@@ -155,6 +181,15 @@ static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, const tcf_window_t *
     }
     memcpy(b, st->bytes + s->boff, s->pbytes);
     a->h = h, a->slen = slen, a->used = ++m->tick;
+    /* its items too, for a window whose bytes differ only where no kernel looks */
+    uint64_t ih = 0;
+    uint32_t nit = tcf_rmemo_span_items(m, w, s, &ih);
+    tcf_item_t *it = nit ? tcf_realloc(a->it, nit * sizeof *it) : NULL;
+    if (it) {
+        memcpy(it, m->sit, nit * sizeof *it);
+        a->it = it;
+    }
+    a->nit = it ? nit : 0, a->ih = ih;
     a->arg.bytes = b, a->arg.len = s->pbytes;
     memcpy(a->arg.grid, s->grid, sizeof a->arg.grid);
     memcpy(a->arg.block, s->block, sizeof a->arg.block);
@@ -178,7 +213,7 @@ static int tcf_rmemo_room(struct tcf_rmemo *m, uint32_t n)
     return -1;
 }
 
-void tcf_rmemo_remember(tcf_rplan_t *p, const tcf_window_t *w, tcf_steps_t *st,
+void tcf_rmemo_remember(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st,
                         uint64_t epoch, int bound)
 {
     if (!tcf_cfg.replay_rebind || !st->final || !st->fused) {
@@ -233,14 +268,25 @@ int tcf_rmemo_bind(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st, uint64_t ep
             continue;   /* exec refuses a span past the window */
         tcf_rmemo_span_hash(w, t, &m->h[j], &m->slen[j]);
         tcf_rargs_t *as = m->args[j];
-        for (uint32_t k = 0; as && k < as->n; k++) {
+        tcf_rarg_t *got = NULL;
+        for (uint32_t k = 0; as && k < as->n && !got; k++) {
             tcf_rarg_t *a = &as->a[k];
-            if (a->h == m->h[j] && a->slen == m->slen[j] && tcf_rmemo_span_is(w, t, a->b)) {
-                m->have[j] = &a->arg;
-                a->used = ++m->tick;
-                ++*kept;
-                break;
-            }
+            if (a->h == m->h[j] && a->slen == m->slen[j] && tcf_rmemo_span_is(w, t, a->b))
+                got = a;
+        }
+        /* Not these bytes: maybe these items, when the bytes differ only where no kernel
+         * looks (PyTorch leaves them as the stack had them: every iteration's differ). */
+        uint64_t ih = 0;
+        uint32_t nit = !got && as ? tcf_rmemo_span_items(m, w, t, &ih) : 0;
+        for (uint32_t k = 0; nit && k < as->n && !got; k++) {
+            tcf_rarg_t *a = &as->a[k];
+            if (a->nit == nit && a->ih == ih && !memcmp(a->it, m->sit, nit * sizeof *a->it))
+                got = a;
+        }
+        if (got) {
+            m->have[j] = &got->arg;
+            got->used = ++m->tick;
+            ++*kept;
         }
     }
     int ok = tcf_exec_steps_rebind(w, was, m->have, st) == 0;

@@ -135,11 +135,13 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     # window: two groups kept; frees in the window (async): no plan kept to bind from,
     # every window planned; 32 sets of buffers in turn (as many as the memo keeps a group's
     # arguments for): each re-bound once; 33: the least recently used is always the one
-    # needed, every window re-bound.
+    # needed, every window re-bound; 2 sets whose launches' bytes never repeat (a
+    # functor's padding): each set re-bound once, then its argument found by its decoded
+    # operands.
     local how
-    for how in return swap two async sets:32 sets:33; do
+    for how in return swap two async sets:32 sets:33 noise:2; do
         local prog=(fusechain 40 "$how")
-        [[ $how == sets:* ]] && prog=(fusechain 80 sets "${how#sets:}")
+        [[ $how == *:* ]] && prog=(fusechain 80 "${how%:*}" "${how#*:}")
         base "$how.plain" "$PROGS/${prog[0]}" "${prog[@]:1}"
         TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
             TCFUSE_REPLAY_REBIND=2 tcf "$how.full" "$PROGS/${prog[0]}" "${prog[@]:1}"
@@ -157,6 +159,7 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     expect_line "$T/async.full.err" '^tcfuse: +rebind +0 replayed windows bound without planning .*, 0 refused and planned'
     expect_line "$T/sets:32.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(31 groups re-bound, 45 kept from earlier windows, 0 dropped'
     expect_line "$T/sets:33.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(76 groups re-bound, 0 kept from earlier windows, 45 dropped from a full memo'
+    expect_line "$T/noise:2.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(1 groups re-bound, 75 kept from earlier windows, 0 dropped'
     expect_line "$T/swap.planned.err" '^tcfuse: +rebind +0 replayed windows .*\(TCFUSE_REPLAY_REBIND=0\)$'
 }
 

@@ -35,6 +35,9 @@
  *            ends as `return` does
  *   sets     as swap over US sets of buffers (default 3, at most 64), iteration i on set
  *            i % US: a key whose windows carry that many sets of pointers, cyclically
+ *   noise    as sets, and the four bytes of mul's functor before its scalar (padding that
+ *            PyTorch leaves as its stack had it) differ in every iteration: launch bytes
+ *            that never repeat, over the same operands
  *   misalign as swap, the second set 4 bytes past a 16-byte boundary: the same launches
  *            (the same key), but a generated kernel planned on the first set does not
  *            serve the second
@@ -292,7 +295,8 @@ int main(int argc, char **argv)
         printf("done\n");
         return 0;
     }
-    if (!strcmp(how, "sets")) {
+    if (!strcmp(how, "sets") || !strcmp(how, "noise")) {
+        int noise = !strcmp(how, "noise");
         int nsets = argc > 3 ? atoi(argv[3]) : 3;
         if (nsets < 1 || nsets > 64)
             nsets = 3;
@@ -308,7 +312,11 @@ int main(int argc, char **argv)
             said("cuMemcpyHtoDAsync x", d.memcpyHtoDAsync(b[0], host, sizeof host, NULL));
             CUdeviceptr md[2] = { b[1], b[0] }, ad[3] = { b[2], b[1], b[0] },
                         td[2] = { b[3], b[2] };
-            void *mp[] = { &n, (void *)mul_f, md }, *ap[] = { &n, (void *)&alpha, ad },
+            unsigned char mf[8];
+            memcpy(mf, mul_f, sizeof mf);
+            if (noise)
+                memcpy(mf, &it, 4);   /* where an empty functor and its padding lie */
+            void *mp[] = { &n, (void *)mf, md }, *ap[] = { &n, (void *)&alpha, ad },
                  *tp[] = { &n, (void *)&tanh_f, td };
             said("mul", go(kmul, mp));
             said("add", go(kadd, ap));
