@@ -152,16 +152,11 @@ static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, tcf_window_t *w,
     tcf_rargs_t *as = m->args[j];
     if (!as && !(as = m->args[j] = tcf_calloc(1, sizeof *as)))
         return;
-    tcf_rarg_t *a = NULL;
-    if (as->n < TCF_RMEMO_ARGS) {
-        a = &as->a[as->n];
-    } else {
-        a = &as->a[0];
-        for (uint32_t k = 1; k < as->n; k++)
-            if (as->a[k].used < a->used)
-                a = &as->a[k];
-        atomic_fetch_add_explicit(&tcf_rctr.full_memo_dropped, 1, memory_order_relaxed);
-    }
+    int fresh = as->n < TCF_RMEMO_ARGS;
+    tcf_rarg_t *a = &as->a[fresh ? as->n : 0];
+    for (uint32_t k = 1; !fresh && k < as->n; k++)
+        if (as->a[k].used < a->used)
+            a = &as->a[k];
     uint32_t need = slen + s->pbytes;
     if (need > a->cap) {
         uint8_t *b = tcf_realloc(a->b, need);
@@ -169,8 +164,10 @@ static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, tcf_window_t *w,
             return;
         a->b = b, a->cap = need;
     }
-    if (a == &as->a[as->n])
+    if (fresh)
         as->n++;
+    else
+        atomic_fetch_add_explicit(&tcf_rctr.full_memo_dropped, 1, memory_order_relaxed);
     uint8_t *b = a->b;
     for (uint32_t i = s->first; i <= s->ev; i++) {
         const tcf_event_t *e = &w->ev[i];
