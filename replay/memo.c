@@ -196,8 +196,10 @@ static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, tcf_window_t *w,
 static int tcf_rmemo_room(struct tcf_rmemo *m, uint32_t n)
 {
     tcf_rmemo_args_clear(m);
-    if (n <= m->nstep)
+    if (n <= m->nstep) {
+        memset(m->have, 0, m->nstep * sizeof *m->have);   /* they pointed into args */
         return 0;
+    }
     free(m->args), free(m->have), free(m->h), free(m->slen);
     m->args = tcf_calloc(n, sizeof *m->args);
     m->have = tcf_calloc(n, sizeof *m->have);
