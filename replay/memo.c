@@ -197,7 +197,8 @@ static int tcf_rmemo_room(struct tcf_rmemo *m, uint32_t n)
 {
     tcf_rmemo_args_clear(m);
     if (n <= m->nstep) {
-        memset(m->have, 0, m->nstep * sizeof *m->have);   /* they pointed into args */
+        if (m->have)   /* they pointed into args */
+            memset(m->have, 0, m->nstep * sizeof *m->have);
         return 0;
     }
     free(m->args), free(m->have), free(m->h), free(m->slen);
