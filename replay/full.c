@@ -15,11 +15,11 @@
  *
  * Every held window of a key with fused nodes gets its own steps when it closes (its
  * pointers and scalars are its own, and so are the fused kernels' bound arguments): bound
- * from the key's memo (memo.c: its last plan, and the arguments earlier windows' launch
- * bytes gave each group) without planning (tcf_exec_steps_rebind: a group whose launches
- * carry bytes an earlier window's carried takes that window's argument, another is
- * re-bound by the rules that formed it), or planned again where that is refused or there
- * is no memo (TCFUSE_REPLAY_REBIND). Its steps must be the graph's node for node (the
+ * from the key's memo (memo.c: its last plan, and the arguments earlier windows' launches
+ * gave each group) without planning (tcf_exec_steps_rebind: a group whose launches carry
+ * the bytes, or decode to the operands, of an earlier window's takes that window's
+ * argument, another is re-bound by the rules that formed it), or planned again where that
+ * is refused or there is no memo (TCFUSE_REPLAY_REBIND). Its steps must be the graph's node for node (the
  * same kernels, shapes, parameter sizes), and their bytes are patched like any node's.
  * Steps that differ (a kernel evicted from exec's table and made again, a group bound
  * differently) run the window as issued and give the key up (plan-changed): a graph never
