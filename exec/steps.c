@@ -279,10 +279,38 @@ int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was,
             return -1;
         rebind |= t->fused && !have[j];
     }
-    /* A group to re-bind sees the window's items as the planner saw them, every launch
-     * decoded (a two-byte cat takes its dtype from its neighbours', past its span). */
-    if (rebind)
+    /* A group to re-bind sees its span's items as the planner saw them. Past its span a
+     * bind reads only whether an item is a free (none here), and a two-byte cat's dtype,
+     * which comes from its neighbours': with a cat among the groups to re-bind every launch
+     * is decoded, else only the spans' (the others are opaque: decoding a window of 32
+     * launches costs more than binding a group). */
+    int all = 0;
+    for (uint32_t j = 0; rebind && j < was->n; j++) {
+        const tcf_step_t *t = &was->step[j];
+        for (unsigned k = 0; t->fused && !have[j] && k < was->grp[t->g].g.nops; k++)
+            all |= was->grp[t->g].g.ops[k].kind == TCF_OP_CAT;
+    }
+    if (rebind && all) {
         (void)tcf_steps_items(w, sc);
+    } else if (rebind) {
+        for (uint32_t i = 0; i < n; i++) {
+            sc->ev_of[i] = (uint16_t)i;
+            if (w->ev[i].kind == TCF_EV_LAUNCH) {
+                memset(&sc->items[i], 0, sizeof sc->items[i]);
+                sc->items[i].kind = TCF_ITEM_OPAQUE;
+            } else {
+                tcf_exec_item(w, i, &sc->items[i]);
+            }
+        }
+        for (uint32_t j = 0; j < was->n; j++) {
+            const tcf_step_t *t = &was->step[j];
+            for (uint32_t i = t->first; t->fused && !have[j] && i <= t->ev; i++)
+                if (w->ev[i].kind == TCF_EV_LAUNCH) {
+                    (void)tcf_steps_decode(w, i);   /* sets its dec */
+                    tcf_exec_item(w, i, &sc->items[i]);
+                }
+        }
+    }
     if (tcf_steps_room(s, was->n, 0) != 0)
         return -1;
     s->n = s->blen = s->ngrp = 0;   /* its fused steps' g: was's groups, not copied */
