@@ -861,6 +861,8 @@ static int small_agrees(const tcf_item_t *it, const tcf_fgroup_t *g)
 static size_t nd_groups, rms_tails;
 
 /* Plans every window of a trace; checks invariants; prints coverage. */
+static size_t span_bound;   /* groups bound again on their spans alone (plan_trace) */
+
 static void plan_trace(const char *path)
 {
     static tcf_item_t items[TCF_FUSER_MAX_ITEMS + 1];
@@ -910,6 +912,28 @@ static void plan_trace(const char *path)
                 eq_checked += !g->g.red;
                 bad += !group_sane(items, m, g) || tcf_fuser_bind(g, items, m, &a) != 0 ||
                        memcmp(&a, &g->args, sizeof a) != 0;
+                /* full mode's re-bind decodes only the span's launches (exec/steps.c) in a
+                 * window without frees, unless the group holds a cat: the same argument */
+                int cat = 0, frees = 0;
+                for (unsigned k = 0; k < g->g.nops; k++) cat |= g->g.ops[k].kind == TCF_OP_CAT;
+                for (size_t i = 0; i < m; i++)
+                    frees |= items[i].kind == TCF_ITEM_FREE || items[i].kind == TCF_ITEM_ALLOC;
+                if (!cat && !frees) {
+                    static tcf_item_t span[TCF_FUSER_MAX_ITEMS];
+                    for (size_t i = 0; i < m; i++) {
+                        span[i] = items[i];
+                        if (i < g->first || i > g->last) {
+                            memset(&span[i], 0, sizeof span[i]);
+                            span[i].kind = TCF_ITEM_OPAQUE;
+                        }
+                    }
+                    int b = tcf_fuser_bind(g, span, m, &a);
+                    if (!CHECK(b == 0 && !memcmp(&a, &g->args, sizeof a)))
+                        fprintf(stderr, "%s: window %lld, group %u: bound on its span alone "
+                                "%s\n", path, (long long)ev.u.window.id, gi,
+                                b ? "refused" : "differs");
+                    span_bound++;
+                }
                 fused += g->nitems, avoided += g->bytes_avoided;
                 nd_groups += g->g.ndim > 0;
                 rms_tails += g->nitems == 3 && g->g.ndim == 2 && g->g.vec == 4 &&
@@ -1008,6 +1032,9 @@ TEST(recorded_traces)
     plan_trace("tests/fixtures/trace-hf-llama.jsonl");
     CHECK(rms_tails >= 5);
     CHECK(nd_groups > rms_tails);
+    printf("test_fuser: %zu groups of windows without frees bound again on their spans "
+           "alone\n", span_bound);
+    CHECK(span_bound >= 50);
 }
 
 int main(void)
