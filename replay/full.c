@@ -370,13 +370,16 @@ void tcf_rfull_stats_print(void)
     unsigned long long rb = atomic_load(&tcf_rctr.full_rebound),
                        rf = atomic_load(&tcf_rctr.full_rebind_refused);
     tcf_out("  rebind        %llu replayed windows bound without planning (%llu groups "
-            "re-bound, %llu kept from earlier windows, %llu dropped from a full memo; %.1f us "
+            "re-bound, %llu kept from earlier windows, %llu dropped from a full memo, %llu "
+            "not kept for the memos' memory (TCFUSE_REPLAY_MEMO), which holds %.2f MiB; %.1f us "
             "a window tried), %llu refused and planned (a group's launches no longer fuse "
             "alike, other nodes than the graph's; a key whose windows free or allocate keeps "
             "no plan to bind from)%s", rb,
             (unsigned long long)atomic_load(&tcf_rctr.full_rebound_groups),
             (unsigned long long)atomic_load(&tcf_rctr.full_kept_groups),
             (unsigned long long)atomic_load(&tcf_rctr.full_memo_dropped),
+            (unsigned long long)atomic_load(&tcf_rctr.full_memo_unkept),
+            (double)tcf_rmemo_bytes() / (1024.0 * 1024.0),
             rb + rf ? (double)atomic_load(&tcf_rctr.full_rebind_ns) / 1e3 / (double)(rb + rf)
                     : 0.0,
             rf, tcf_cfg.replay_rebind ? "" : " (TCFUSE_REPLAY_REBIND=0)");

@@ -366,6 +366,8 @@ void tcf_rmemo_remember(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st,
                         uint64_t epoch, int bound);
 /* Frees p's full-mode memo (its graph dropped). */
 void tcf_rfull_forget(tcf_rplan_t *p);
+/* Host memory all full-mode memos hold now (their argument tables and arguments). */
+uint64_t tcf_rmemo_bytes(void);
 
 /* --- the worker (worker.c) ----------------------------------------------------------- */
 /* Queues p (lock held) for instantiation, making the worker for the first one. 0, or -1
@@ -436,7 +438,7 @@ typedef struct {
      * planned after a refusal (rebind_refused) */
     atomic_ullong full_rebound, full_rebound_groups, full_kept_groups, full_rebind_refused,
                   full_rebind_ns, full_planned_again, full_rebind_checked,
-                  full_rebind_differs, full_memo_dropped;
+                  full_rebind_differs, full_memo_dropped, full_memo_unkept;
 } tcf_rcounters_t;
 extern tcf_rcounters_t tcf_rctr;
 void tcf_rstats_patched(uint32_t n);

@@ -39,10 +39,13 @@ typedef struct {
     uint64_t       used;       /* the memo's tick when last taken or made */
     uint32_t       slen, nit;  /* the span's bytes; its items (0: none kept) */
     uint32_t       cap;        /* the room at b */
-    uint8_t       *b;          /* the span's bytes, then the argument's (arg.bytes) */
-    tcf_item_t    *it;         /* the span's items */
+    uint8_t       *b;          /* the span's bytes, the argument's (arg.bytes), the items */
+    tcf_item_t    *it;         /* the span's items, in b */
     tcf_step_arg_t arg;
 } tcf_rarg_t;
+
+/* Bytes all memos hold (their argument tables and arguments). */
+static atomic_ullong tcf_rmemo_held;
 
 typedef struct {
     uint32_t   n;
@@ -69,12 +72,14 @@ static void tcf_rmemo_args_clear(struct tcf_rmemo *m)
     for (uint32_t j = 0; j < m->nstep; j++) {
         if (!m->args[j])
             continue;
+        uint64_t held = sizeof *m->args[j];
         for (uint32_t k = 0; k < m->args[j]->n; k++) {
+            held += m->args[j]->a[k].cap;
             free(m->args[j]->a[k].b);
-            free(m->args[j]->a[k].it);
         }
         free(m->args[j]);
         m->args[j] = NULL;
+        atomic_fetch_sub_explicit(&tcf_rmemo_held, held, memory_order_relaxed);
     }
 }
 
@@ -143,25 +148,53 @@ static uint32_t tcf_rmemo_span_items(struct tcf_rmemo *m, tcf_window_t *w, const
     return n;
 }
 
+/* n more bytes in the memos' budget (TCFUSE_REPLAY_MEMO): 1 taken, 0 not (counted). */
+static int tcf_rmemo_take(uint64_t n)
+{
+    /* TCFUSE_REPLAY_MEMO: a model's keys need a few MiB (GPT-2 and the Llama forwards:
+     * 10-15 keys of about 4 groups, each with up to twice its layers' arguments of a few
+     * KB); a server whose shapes make a thousand keys must not grow without bound. */
+    if (atomic_fetch_add_explicit(&tcf_rmemo_held, n, memory_order_relaxed) + n <=
+        (uint64_t)tcf_cfg.replay_memo)
+        return 1;
+    atomic_fetch_sub_explicit(&tcf_rmemo_held, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_rctr.full_memo_unkept, 1, memory_order_relaxed);
+    return 0;
+}
+
 /* Step j's argument in st (bound for w, whose span hashed to h over slen bytes) kept in m,
- * in a free slot or the least recently used one. Out of memory: not kept. */
+ * with the span's bytes and items, in a free slot or the least recently used one. Out of
+ * memory, or past the memos' budget: not kept. */
 static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, tcf_window_t *w,
                            const tcf_steps_t *st, uint64_t h, uint32_t slen)
 {
     const tcf_step_t *s = &st->step[j];
+    uint64_t ih = 0;   /* its items too, for a window whose bytes differ where no kernel looks */
+    uint32_t nit = tcf_rmemo_span_items(m, w, s, &ih);
     tcf_rargs_t *as = m->args[j];
-    if (!as && !(as = m->args[j] = tcf_calloc(1, sizeof *as)))
-        return;
+    if (!as) {
+        if (!tcf_rmemo_take(sizeof *as))
+            return;
+        if (!(as = m->args[j] = tcf_calloc(1, sizeof *as))) {
+            atomic_fetch_sub_explicit(&tcf_rmemo_held, sizeof *as, memory_order_relaxed);
+            return;
+        }
+    }
     int fresh = as->n < TCF_RMEMO_ARGS;
     tcf_rarg_t *a = &as->a[fresh ? as->n : 0];
     for (uint32_t k = 1; !fresh && k < as->n; k++)
         if (as->a[k].used < a->used)
             a = &as->a[k];
-    uint32_t need = slen + s->pbytes;
+    uint32_t at = (slen + s->pbytes + 15u) & ~15u;   /* the items, aligned */
+    uint32_t need = at + nit * (uint32_t)sizeof(tcf_item_t);
     if (need > a->cap) {
-        uint8_t *b = tcf_realloc(a->b, need);
-        if (!b)
+        if (!tcf_rmemo_take(need - a->cap))
             return;
+        uint8_t *b = tcf_realloc(a->b, need);
+        if (!b) {
+            atomic_fetch_sub_explicit(&tcf_rmemo_held, need - a->cap, memory_order_relaxed);
+            return;
+        }
         a->b = b, a->cap = need;
     }
     if (fresh)
@@ -178,18 +211,17 @@ static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, tcf_window_t *w,
     }
     memcpy(b, st->bytes + s->boff, s->pbytes);
     a->h = h, a->slen = slen, a->used = ++m->tick;
-    /* its items too, for a window whose bytes differ only where no kernel looks */
-    uint64_t ih = 0;
-    uint32_t nit = tcf_rmemo_span_items(m, w, s, &ih);
-    tcf_item_t *it = nit ? tcf_realloc(a->it, nit * sizeof *it) : NULL;
-    if (it) {
-        memcpy(it, m->sit, nit * sizeof *it);
-        a->it = it;
-    }
-    a->nit = it ? nit : 0, a->ih = ih;
+    a->it = (tcf_item_t *)(void *)(a->b + at);
+    memcpy(a->it, m->sit, nit * sizeof *a->it);
+    a->nit = nit, a->ih = ih;
     a->arg.bytes = b, a->arg.len = s->pbytes;
     memcpy(a->arg.grid, s->grid, sizeof a->arg.grid);
     memcpy(a->arg.block, s->block, sizeof a->arg.block);
+}
+
+uint64_t tcf_rmemo_bytes(void)
+{
+    return atomic_load_explicit(&tcf_rmemo_held, memory_order_relaxed);
 }
 
 /* m's arrays for n steps, every argument dropped. 0, or -1 out of memory. */
