@@ -356,7 +356,7 @@ def main():
         runall = os.path.join(HERE, "..", "..", "bench", "run-all")
         env = dict(os.environ)
         r = subprocess.run([py, runall, "--fake", "--programs", "gpt2-1x32", "--repeats", "2",
-                            "--variants", "eager,fuse,compile", "--out", os.path.join(d, "ra")],
+                            "--variants", "eager,fuse,compile,graph,full", "--out", os.path.join(d, "ra")],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            universal_newlines=True)
         table = open(os.path.join(d, "ra", "table.md")).read() if os.path.exists(
@@ -365,11 +365,17 @@ def main():
         row = [line for line in table.splitlines() if line.startswith("| gpt2-1x32 | fuse |")]
         cells = row[0].split(" | ") if row else []
         check(len(cells) == 11 and cells[2].startswith("8.") and cells[4].startswith("1.2") and
-              cells[7] == "equal" and "30 of 100 launches fused away" in cells[8] and
+              cells[7] == "equal" and cells[8] == "50% decoded, 30 of 100 launches fused away" and
               cells[9].startswith("4.") and " / 4." in cells[9] and   # two runs' host medians
               # the 10th percentile of both runs' iterations, and eager's over it
               re.match(r"^8\.0\d \(1\.2\d\) \|$", cells[10]) is not None,
               "run-all row", table)
+        # coverage in graph and full mode: what replay ran as graphs, what full mode fused
+        cov = {v: [line.split(" | ")[8] for line in table.splitlines()
+                   if line.startswith("| gpt2-1x32 | %s |" % v)] for v in ("graph", "full")}
+        check(cov == {"graph": ["90% replayed"],
+                      "full": ["90% replayed, 12 of 100 launches fused away"]},
+              "run-all coverage, graph and full", cov)
         env["RUNALL_FAKE_BAD"] = "1"   # observe's checksum differs, and observe is slower
         r = subprocess.run([py, runall, "--fake", "--programs", "gpt2-1x32", "--repeats", "2",
                             "--variants", "eager,observe", "--out", os.path.join(d, "rb")],
