@@ -2,7 +2,7 @@
  * (tcf_exec_steps_rebind). It holds the steps of the key's last planned window, with their
  * groups (the plan every later window is bound from), and for each fused step the
  * arguments earlier windows bound it to, each with the launch bytes of the step's span it
- * was bound from.
+ * was bound from and those launches decoded (the planner's items).
  *
  * Why more than the last window's: a key recurs within an iteration (each layer of a model
  * issues the same launches over its own weights and activations), so the window before
@@ -12,11 +12,15 @@
  * carried the same bytes: with up to TCF_RMEMO_ARGS arguments per step, a model of that many
  * layers binds every step from the memo once an iteration has run.
  *
- * An argument is taken only for the very bytes it was bound from, under the same plan and
- * kernel table (the memo is dropped when either changes), in a window that neither frees
- * nor allocates: so it is what binding these bytes again would give (the span's bytes hold
- * everything the group's argument is made of, and the key fixes the kernels around it).
- * The span's bytes are compared in full; a hash only picks the candidate.
+ * An argument is taken for the very bytes it was bound from, or for launches that decode to
+ * the very items (PyTorch leaves bytes its kernels never read as its stack had them, so on
+ * HF Llama most launches' bytes differ in every iteration while their operands repeat:
+ * tests/unit/test_decode_iters.c), under the same plan and kernel table (the memo is
+ * dropped when either changes), in a window that neither frees nor allocates: so it is
+ * what binding them again would give (the span's items are everything the group's
+ * argument is made of, and the key fixes the kernels around it). Bytes and items are
+ * compared in full; a hash only picks the candidate. All memos together hold at most
+ * TCFUSE_REPLAY_MEMO bytes.
  *
  * Threads: a key's windows close one at a time (the key is its stream's), under that
  * stream's window lock. */
