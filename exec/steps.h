@@ -77,12 +77,13 @@ typedef struct {
 } tcf_step_arg_t;
 
 /* The steps `was` (planned by tcf_exec_steps on an earlier window with w's key, final)
- * bound to w without planning it: each fused step j whose span's launches carry bytes an
- * earlier window's carried (have[j], found by the caller's comparison) takes the argument
- * that window's was bound to; each other one is rebuilt from w's launches with the rules
- * that formed its group (tcf_fuser_bind: the same kernel, buffers, stores and vector
- * width, every op it steps over still clear of its bytes), and the steps as issued are
- * w's events. s's groups are was's: its fused steps' g index was->grp, and s->ngrp is 0.
+ * bound to w without planning it: each fused step j whose span's launches carry the bytes,
+ * or decode to the items, of an earlier window's (have[j], found by the caller's
+ * comparison) takes the argument that window's was bound to; each other one is rebuilt
+ * from its span's launches, decoded, with the rules that formed its group (tcf_fuser_bind:
+ * the same kernel, buffers, stores and vector width, every op it steps over still clear of
+ * its bytes; every launch of w decoded where such a group holds a cat, whose two-byte
+ * dtype comes from its neighbours), and the steps as issued are w's events. s's groups are was's: its fused steps' g index was->grp, and s->ngrp is 0.
  * A window that frees or allocates is refused (a store dropped or kept depends on frees
  * past a group's span). Returns 0 (s holds the steps), or -1 (refused: the caller plans
  * w). w locked. */
