@@ -47,6 +47,8 @@ typedef struct {
     long time_reps;                      /* --time: plans of each window timed */
     double plan_ns, plan_max_ns;         /* --time: sum of windows' mean plan, the largest */
     int64_t plan_max_win, timed, timed_launches;
+    double bind_ns;                      /* --time: sum of groups' mean bind */
+    int64_t bound;                       /* --time: groups bound */
     const char *cmd;                     /* "plan" or "report", for messages */
     int64_t only;                        /* --window, or -1 */
     size_t top;                          /* rows of the kernels-left table */
@@ -79,8 +81,10 @@ void tcf_tool_help_plan(FILE *f)
         "                       cubin's size (TCFUSE_NVRTC names the library)\n"
         "  -w, --window ID      only the window with this id\n"
         "  -t, --time N         also plan each window N more times and print what planning\n"
-        "                       costs (the planner alone, as full mode runs it for every\n"
-        "                       window it replays with fused kernels): per window, per launch\n"
+        "                       costs (the planner alone, as full mode runs it for a window\n"
+        "                       it cannot bind from its key's memo): per window, per launch;\n"
+        "                       and bind each group N times (full mode's re-bind of a group\n"
+        "                       whose launches are new to the memo): per group\n"
         "  -h, --help           this text\n", TCF_PLAN_ARCH);
 }
 
@@ -277,6 +281,19 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
         if (!s->quiet) printf("  not planned: over %d items\n", TCF_FUSER_MAX_ITEMS);
         free(w), free(wfam), free(wk);
         return;
+    }
+    for (unsigned g = 0; s->time_reps > 0 && g < s->plan.ngroups; g++) {
+        /* each group bound again to this window, as full mode re-binds one whose
+         * launches are new to its memo (tcf_fuser_bind) */
+        tcf_fused_args_t args;
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (long r = 0; r < s->time_reps; r++)
+            tcf_fuser_bind(&s->plan.groups[g], w, m, &args);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        s->bind_ns += ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) /
+                      (double)s->time_reps;
+        s->bound++;
     }
     uint64_t unfused[TCF_FUSER_NREASON];
     for (unsigned r = 0; r < TCF_FUSER_NREASON; r++)
@@ -496,6 +513,9 @@ static int run_plan(tcf_plan_state_t *s, const char *path)
                s->timed_launches, s->plan_ns / 1e3 / (double)s->timed,
                s->plan_ns / (double)(s->timed_launches ? s->timed_launches : 1),
                s->plan_max_ns / 1e3, s->plan_max_win);
+    if (s->bound)
+        printf("binding: %" PRId64 " groups, %.2f us a group\n", s->bound,
+               s->bind_ns / 1e3 / (double)s->bound);
     return s->failed ? TCF_EXIT_FAIL : TCF_EXIT_OK;
 }
 

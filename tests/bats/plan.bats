@@ -167,7 +167,7 @@ EOF
     [ "$status" -eq 2 ]
 }
 
-@test "plan: --time says what planning costs, per window and in all, and plans the same" {
+@test "plan: --time says what planning and binding cost, per window and in all, and plans the same" {
     split "$TCFUSE" plan "$GELU"
     [ "$status" -eq 0 ]
     cp "$T/out" "$T/plain"
@@ -175,9 +175,11 @@ EOF
     [ "$status" -eq 0 ]
     # each window with launches gets its line, and the rest of the output is unchanged
     [ "$(grep -cE '^  planning: [0-9]+\.[0-9] us \(mean of 50\)$' "$T/out")" -eq 2 ]
-    diff <(grep -v 'planning: ' "$T/out") "$T/plain"
+    diff <(grep -v -e 'planning: ' -e '^binding: ' "$T/out") "$T/plain"
     # the total covers both windows' 16 launches
     grep -qE '^planning: 2 windows of 16 launches, [0-9]+\.[0-9] us a window, [0-9]+ ns a launch; the longest [0-9]+\.[0-9] us \(window [12]\)$' "$T/out"
+    # and each of the plans' groups bound again (the hand GELU: one group a window)
+    grep -qE '^binding: 2 groups, [0-9]+\.[0-9]{2} us a group$' "$T/out"
 }
 
 @test "plan: recorded program traces plan without failures (skipped when absent)" {
