@@ -143,10 +143,15 @@ static int tcf_steps_as_issued(const tcf_window_t *w, tcf_steps_t *s)
 
 /* Decodes launch event i of w from its copied bytes into w->ops[i] (e->dec set), as fuse
  * mode's launch path does: only cuLaunchKernel's form with the kernel's own layout, no
- * attributes. 1 decoded. */
+ * attributes. 1 decoded. Once: in full mode nothing else marks a launch decoded (capture
+ * records it unmarked), and the bytes a window copied stay as they are while it is open,
+ * so a launch the memo's lookup, a bind, the upgrade check or a plan decoded is not
+ * decoded again for the next of them. */
 static int tcf_steps_decode(tcf_window_t *w, uint32_t i)
 {
     tcf_event_t *e = &w->ev[i];
+    if (e->dec == TCF_DEC_OP || e->dec == TCF_DEC_REDUCE)
+        return 1;
     e->dec = 0;
     tcf_kernel_t *k = e->u.l.k;
     if (!k || e->u.l.nattr || !k->param_known || e->u.l.pbytes != k->param_bytes || !w->ops)
@@ -302,14 +307,10 @@ int tcf_exec_steps_rebind(tcf_window_t *w, const tcf_steps_t *was,
                 tcf_exec_item(w, i, &sc->items[i]);
             }
         }
-        for (uint32_t j = 0; j < was->n; j++) {
-            const tcf_step_t *t = &was->step[j];
-            for (uint32_t i = t->first; t->fused && !have[j] && i <= t->ev; i++)
-                if (w->ev[i].kind == TCF_EV_LAUNCH) {
-                    (void)tcf_steps_decode(w, i);   /* sets its dec */
-                    tcf_exec_item(w, i, &sc->items[i]);
-                }
-        }
+        for (uint32_t j = 0; j < was->n; j++)
+            if (was->step[j].fused && !have[j])
+                (void)tcf_exec_steps_span_items(w, &was->step[j], sc->items + was->step[j].first,
+                                                n - was->step[j].first);
     }
     if (tcf_steps_room(s, was->n, 0) != 0)
         return -1;
