@@ -43,10 +43,21 @@ typedef struct {
     uint64_t       used;       /* the memo's tick when last taken or made */
     uint32_t       slen, nit;  /* the span's bytes; its items (0: none kept) */
     uint32_t       cap;        /* the room at b */
-    uint8_t       *b;          /* the span's bytes, the argument's (arg.bytes), the items */
-    tcf_item_t    *it;         /* the span's items, in b */
+    uint8_t       *b;          /* the span's bytes, the argument's (arg.bytes), the items
+                                * (tcf_rarg_items) */
     tcf_step_arg_t arg;
 } tcf_rarg_t;
+
+/* Where a's items lie in its block: after the span's and the argument's bytes, aligned. */
+static uint32_t tcf_rarg_items_at(uint32_t slen, uint32_t alen)
+{
+    return (slen + alen + 15u) & ~15u;
+}
+
+static tcf_item_t *tcf_rarg_items(const tcf_rarg_t *a)
+{
+    return (tcf_item_t *)(void *)(a->b + tcf_rarg_items_at(a->slen, a->arg.len));
+}
 
 /* Bytes all memos hold (their argument tables and arguments). */
 static atomic_ullong tcf_rmemo_held;
@@ -189,8 +200,7 @@ static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, tcf_window_t *w,
     for (uint32_t k = 1; !fresh && k < as->n; k++)
         if (as->a[k].used < a->used)
             a = &as->a[k];
-    uint32_t at = (slen + s->pbytes + 15u) & ~15u;   /* the items, aligned */
-    uint32_t need = at + nit * (uint32_t)sizeof(tcf_item_t);
+    uint32_t need = tcf_rarg_items_at(slen, s->pbytes) + nit * (uint32_t)sizeof(tcf_item_t);
     if (need > a->cap) {
         if (!tcf_rmemo_take(need - a->cap))
             return;
@@ -215,10 +225,9 @@ static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, tcf_window_t *w,
     }
     memcpy(b, st->bytes + s->boff, s->pbytes);
     a->h = h, a->slen = slen, a->used = ++m->tick;
-    a->it = (tcf_item_t *)(void *)(a->b + at);
-    memcpy(a->it, m->sit, nit * sizeof *a->it);
-    a->nit = nit, a->ih = ih;
     a->arg.bytes = b, a->arg.len = s->pbytes;
+    memcpy(tcf_rarg_items(a), m->sit, nit * sizeof *m->sit);
+    a->nit = nit, a->ih = ih;
     memcpy(a->arg.grid, s->grid, sizeof a->arg.grid);
     memcpy(a->arg.block, s->block, sizeof a->arg.block);
 }
@@ -256,9 +265,11 @@ void tcf_rmemo_remember(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st,
         tcf_rfull_forget(p);
         return;
     }
-    for (uint32_t i = 0; i < w->nev; i++)
+    /* A window that frees or allocates is refused a bind (tcf_exec_steps_rebind): a bound
+     * one has none; a planned one with some leaves its key no memo. */
+    for (uint32_t i = 0; !bound && i < w->nev; i++)
         if (w->ev[i].kind == TCF_EV_FREE || w->ev[i].kind == TCF_EV_ALLOC) {
-            tcf_rfull_forget(p);   /* its windows are refused (tcf_exec_steps_rebind) */
+            tcf_rfull_forget(p);
             return;
         }
     struct tcf_rmemo *m = p->memo;
@@ -316,7 +327,7 @@ int tcf_rmemo_bind(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st, uint64_t ep
         uint32_t nit = !got && as ? tcf_rmemo_span_items(m, w, t, &ih) : 0;
         for (uint32_t k = 0; nit && k < as->n && !got; k++) {
             tcf_rarg_t *a = &as->a[k];
-            if (a->nit == nit && a->ih == ih && !memcmp(a->it, m->sit, nit * sizeof *a->it))
+            if (a->nit == nit && a->ih == ih && !memcmp(tcf_rarg_items(a), m->sit, nit * sizeof *m->sit))
                 got = a;
         }
         if (got) {
