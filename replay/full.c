@@ -318,7 +318,7 @@ int tcf_rfull_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pat
         }
         tcf_rmemo_remember(p, w, st, epoch, bound);
     } else {
-        tcf_rfull_forget(p);
+        tcf_rmemo_forget(p);
     }
 out:
     tcf_rbytes_free(&rbytes);

@@ -365,7 +365,7 @@ int tcf_rmemo_bind(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st, uint64_t ep
 void tcf_rmemo_remember(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st,
                         uint64_t epoch, int bound);
 /* Frees p's full-mode memo (its graph dropped). */
-void tcf_rfull_forget(tcf_rplan_t *p);
+void tcf_rmemo_forget(tcf_rplan_t *p);
 /* Host memory all full-mode memos hold now (their argument tables and arguments). */
 uint64_t tcf_rmemo_bytes(void);
 
@@ -434,8 +434,9 @@ typedef struct {
      * plan, not final, changed as a kernel came (made again) */
     atomic_ullong full_replayed, full_fused, full_removed, full_waiting, full_upgraded,
                   full_plans, full_partial, full_plain, full_renewed_late;
-    /* windows bound without planning; their groups re-bound, kept as they were; windows
-     * planned after a refusal (rebind_refused) */
+    /* windows bound without planning; their groups re-bound, and kept from the memo;
+     * windows planned after a refusal (rebind_refused); the memos' arguments dropped for
+     * a newer one, and not kept for their memory (TCFUSE_REPLAY_MEMO) */
     atomic_ullong full_rebound, full_rebound_groups, full_kept_groups, full_rebind_refused,
                   full_rebind_ns, full_planned_again, full_rebind_checked,
                   full_rebind_differs, full_memo_dropped, full_memo_unkept;

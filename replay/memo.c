@@ -98,7 +98,7 @@ static void tcf_rmemo_args_clear(struct tcf_rmemo *m)
     }
 }
 
-void tcf_rfull_forget(tcf_rplan_t *p)
+void tcf_rmemo_forget(tcf_rplan_t *p)
 {
     struct tcf_rmemo *m = p->memo;
     if (!m)
@@ -262,14 +262,14 @@ void tcf_rmemo_remember(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st,
                         uint64_t epoch, int bound)
 {
     if (!tcf_cfg.replay_rebind || !st->final || !st->fused) {
-        tcf_rfull_forget(p);
+        tcf_rmemo_forget(p);
         return;
     }
     /* A window that frees or allocates is refused a bind (tcf_exec_steps_rebind): a bound
      * one has none; a planned one with some leaves its key no memo. */
     for (uint32_t i = 0; !bound && i < w->nev; i++)
         if (w->ev[i].kind == TCF_EV_FREE || w->ev[i].kind == TCF_EV_ALLOC) {
-            tcf_rfull_forget(p);
+            tcf_rmemo_forget(p);
             return;
         }
     struct tcf_rmemo *m = p->memo;
@@ -283,7 +283,7 @@ void tcf_rmemo_remember(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st,
     if (!m && !(m = p->memo = tcf_calloc(1, sizeof *m)))
         return;
     if (tcf_rmemo_room(m, st->n) != 0) {
-        tcf_rfull_forget(p);
+        tcf_rmemo_forget(p);
         return;
     }
     /* st's steps and groups to the memo; the memo's old buffers to st, for the next window

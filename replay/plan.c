@@ -109,7 +109,7 @@ static void tcf_rplan_drop_graph(tcf_rplan_t *p)
     free(p->osig);
     p->nodes = NULL, p->shadow = NULL, p->n = 0, p->shadow_len = 0;
     p->osig = NULL, p->norig = p->fused = p->removed = 0;
-    tcf_rfull_forget(p);
+    tcf_rmemo_forget(p);
 }
 
 /* The key's prefixes come from the window's own launches (full mode: not the steps). */
