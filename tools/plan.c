@@ -8,8 +8,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/base.h"
 #include "recognize/decode.h"
 #include "recognize/decode_reduce.h"
 #include "recognize/recognize.h"
@@ -264,13 +264,10 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
         print_counts("  not decoded: ", notdec, TCF_DECODE_NSTATUS + 1, decode_name);
     }
     if (s->time_reps > 0 && launches) {   /* before the plan the lines below print */
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
+        uint64_t t0 = tcf_now_ns();
         for (long r = 0; r < s->time_reps; r++)
             tcf_fuser_plan(w, m, &s->plan);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        double ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) /
-                    (double)s->time_reps;
+        double ns = (double)(tcf_now_ns() - t0) / (double)s->time_reps;
         s->plan_ns += ns, s->timed++, s->timed_launches += (int64_t)launches;
         if (ns > s->plan_max_ns)
             s->plan_max_ns = ns, s->plan_max_win = id;
@@ -286,13 +283,10 @@ static void on_window(tcf_plan_state_t *s, int64_t id)
         /* each group bound again to this window, as full mode re-binds one whose
          * launches are new to its memo (tcf_fuser_bind) */
         tcf_fused_args_t args;
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
+        uint64_t t0 = tcf_now_ns();
         for (long r = 0; r < s->time_reps; r++)
             tcf_fuser_bind(&s->plan.groups[g], w, m, &args);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        s->bind_ns += ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) /
-                      (double)s->time_reps;
+        s->bind_ns += (double)(tcf_now_ns() - t0) / (double)s->time_reps;
         s->bound++;
     }
     uint64_t unfused[TCF_FUSER_NREASON];
