@@ -317,6 +317,7 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             CUDA_MEMCPY3D mc;
             tcf_rop_params(&n->sig, bytes_of[i], &ms, &mc);
             CUcontext ctx = (CUcontext)(uintptr_t)p->ctx;
+            uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
             if (tcf_fault(TCF_FAULT_GRAPH_PATCH) ||
                 (n->sig.kind == TCF_R_KIND_MEMSET
                      ? tcf_drv.graph_exec_memset_node_set_params(p->exec, n->node, &ms, ctx)
@@ -325,6 +326,11 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
                 atomic_fetch_add(&tcf_rctr.patch_failed, 1);
                 failed = 1;
                 break;
+            }
+            if (t0) {
+                atomic_fetch_add_explicit(&tcf_rctr.patch_op_ns, tcf_now_ns() - t0,
+                                          memory_order_relaxed);
+                atomic_fetch_add_explicit(&tcf_rctr.patched_ops, 1, memory_order_relaxed);
             }
             memcpy(sh, bytes_of[i], n->sig.pbytes);
             (*patched)++;
@@ -337,12 +343,16 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             break;
         }
         tcf_rnode_params(&n->sig, n->k, p->ctx, bytes_of[i], pp, ex, &exsize, &np);
+        uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
         if (tcf_fault(TCF_FAULT_GRAPH_PATCH) ||
             tcf_drv.graph_exec_kernel_node_set_params(p->exec, n->node, &np) != CUDA_SUCCESS) {
             atomic_fetch_add(&tcf_rctr.patch_failed, 1);
             failed = 1;
             break;
         }
+        if (t0)
+            atomic_fetch_add_explicit(&tcf_rctr.patch_kernel_ns, tcf_now_ns() - t0,
+                                      memory_order_relaxed);
         memcpy(sh, bytes_of[i], n->sig.pbytes);
         (*patched)++;
     }
@@ -352,11 +362,14 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             return -1;
         *patched = p->n;
     }
+    uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
     if (tcf_fault(TCF_FAULT_GRAPH_LAUNCH) ||
         tcf_drv.graph_launch(p->exec, (CUstream)(uintptr_t)stream) != CUDA_SUCCESS) {
         *reason = TCF_RG_launch_failed;
         return -1;
     }
+    if (t0)
+        atomic_fetch_add_explicit(&tcf_rctr.launch_ns, tcf_now_ns() - t0, memory_order_relaxed);
     /* The window's frees after its last kernel: a block may be read until then, and no
      * allocation inside the window can have been handed a block freed inside it (the
      * free had not reached the pool). */

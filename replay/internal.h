@@ -408,6 +408,9 @@ typedef struct {
      * those, full mode's planning; and full mode's planning at learning and upgrades: what
      * replay costs where the program waits for it */
     atomic_ullong replay_ns, full_plan_ns, full_learn_ns;
+    /* of replay_ns, the driver's calls: kernel nodes patched, memset and copy nodes patched
+     * (how many), graph launches; to find where a window's time goes */
+    atomic_ullong patch_kernel_ns, patch_op_ns, patched_ops, launch_ns;
     /* full mode's plan-changed windows: planned into another number of steps (or not at
      * all), or a step of another kernel, shape or parameter size; of those, a generated
      * kernel's step (a group bound otherwise, or another kernel) */

@@ -51,6 +51,17 @@ void tcf_replay_stats_print(void)
             "on the application's threads (%.1f us a window)", len ? line : " none",
             rep ? (double)L(patched) / (double)rep : 0.0, L(patch_max),
             (double)L(replay_ns) / 1e6, rep ? (double)L(replay_ns) / 1e3 / (double)rep : 0.0);
+    if (rep) {   /* where a window's time goes: the driver's calls, and the rest */
+        double us = 1e3 * (double)rep, pk = (double)L(patch_kernel_ns) / us,
+               po = (double)L(patch_op_ns) / us, la = (double)L(launch_ns) / us;
+        unsigned long long ops = L(patched_ops), kern = L(patched) - ops;
+        tcf_out("  replay time   us a window: %.1f the driver's kernel-node patches (%.2f us "
+                "each), %.1f its memset and copy patches (%.2f us each), %.1f its graph "
+                "launches; %.1f the rest", pk,
+                kern ? (double)L(patch_kernel_ns) / 1e3 / (double)kern : 0.0, po,
+                ops ? (double)L(patch_op_ns) / 1e3 / (double)ops : 0.0, la,
+                (double)L(replay_ns) / us - pk - po - la);
+    }
     tcf_out("  as issued     held windows run as issued: %llu left a graph's path, %llu closed "
             "without a ready graph, %llu for another stream's order, %llu at exit, %llu failed, "
             "%llu mismatched; %llu windows run as issued to time them (%llu graphs judged, "
