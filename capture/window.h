@@ -103,6 +103,9 @@ typedef struct tcf_window {
     uint32_t         rcap;             /* this window's launch cap (0: tcf_window_cap) */
     uint32_t         rslow;            /* windows since the stream's last wait for the GPU */
     uint64_t         rsyncs;           /* the waits for the GPU counted when it began */
+    uint32_t         rsince;           /* launches since the stream's last wait for the GPU */
+    uint32_t         rper, rper_prev;  /* launches between its last waits, and the ones before
+                                        * (slow end: replay/hold.c) */
     /* Set by the acting mode's flush when the window ran as one CUDA graph, so that the
      * trace marks it; reset when the window closes. */
     uint32_t         graph_nodes, graph_patched;

@@ -284,6 +284,7 @@ void tcf_rwindow_next(tcf_window_t *w, tcf_rplan_t *p, int graph, int cut)
     w->rheld = 0, w->rexpl = 0;
     w->rprev_graph = (uint8_t)graph;
     w->rprev_start = w->rstart;
+    tcf_rcount_since(w, w->nlaunch + w->rqn);
     w->rstate = TCF_R_FRESH;
     w->rcut = 0;
     w->rquiet = 0, w->rqn = 0;

@@ -60,6 +60,27 @@ static uint32_t tcf_rslow_cap(uint32_t slow)
     return (uint32_t)(first << slow);
 }
 
+/* Slow end, its mirror (TCFUSE_REPLAY_SLOW_END). A held window runs only once its last
+ * launch is issued, so at the wait that ends a stretch the host waits for the whole last
+ * window's GPU work, where eager's GPU had kept pace with the host and had little left.
+ * Where a stream's last two stretches between waits held the same number of launches, the
+ * next is taken to hold as many: a window that would reach the predicted wait is cut at
+ * half of what is left, down to a last one of at most 2 * TCF_R_END_MIN launches, so that
+ * the last windows shrink as the first ones grew (30 left: 15, 8, 7). Structural still: the cuts follow launch counts since a wait. A wrong
+ * prediction costs only shorter windows. */
+#define TCF_R_END_MIN 4u
+
+static uint32_t tcf_rslow_end_cap(const tcf_window_t *w, uint32_t cap)
+{
+    if (!tcf_cfg.replay_slow_end || !w->rper || w->rper != w->rper_prev || w->rsince >= w->rper)
+        return cap;
+    uint32_t left = w->rper - w->rsince;
+    if (left > cap)
+        return cap;
+    atomic_fetch_add_explicit(&tcf_rctr.slow_end_cuts, 1, memory_order_relaxed);
+    return left <= 2 * TCF_R_END_MIN ? left : (left + 1) / 2;
+}
+
 void tcf_replay_boundary(const char *call)
 {
     if (strstr(call, "Synchronize") || !strcmp(call, "cuMemcpyDtoH") || !strcmp(call, "cuMemcpy") ||
@@ -270,8 +291,9 @@ static int tcf_rtake(tcf_window_t *w, const tcf_rsig_t *sig,
         if (syncs != w->rsyncs) {   /* the host waited for the GPU since the last window */
             w->rsyncs = syncs;
             w->rslow = 0;
+            w->rper_prev = w->rper, w->rper = w->rsince, w->rsince = 0;
         }
-        w->rcap = tcf_rslow_cap(w->rslow);
+        w->rcap = tcf_rslow_end_cap(w, tcf_rslow_cap(w->rslow));
         if (w->rslow < TCF_R_SLOW_STEPS)
             w->rslow++;
         w->rseed = tcf_rkey_seed(w->ctx, w->stream, w->rord);
@@ -360,6 +382,7 @@ static int tcf_rquiet_launch(tcf_window_t *w)
             }
         }
     } else if (w->rquiet && !w->nlaunch) {
+        tcf_rcount_since(w, w->rqn);
         w->rquiet = 0, w->rqn = 0;   /* a boundary came: the window ended there */
         if (!w->nev)
             w->rstate = TCF_R_FRESH;

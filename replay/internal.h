@@ -203,6 +203,12 @@ extern pthread_mutex_t tcf_rplan_lock;
  * the last boundary, one more after a cut (cut), else back to 0. */
 void tcf_rwindow_next(tcf_window_t *w, tcf_rplan_t *p, int graph, int cut);
 
+/* n more launches on w's stream since its last wait for the GPU (slow end; w locked). */
+static inline void tcf_rcount_since(tcf_window_t *w, uint32_t n)
+{
+    w->rsince = w->rsince > UINT32_MAX - n ? UINT32_MAX : w->rsince + n;
+}
+
 /* The windows p's key must have been seen, more than, to become a graph:
  * TCFUSE_REPLAY_WARMUP, and (warm-up + 1) x 2^k - 1 after k setbacks (k at most 10): an
  * eviction, or a judgment that its graph was not faster (tcf_rplan_sample).
@@ -411,6 +417,7 @@ typedef struct {
     /* of replay_ns, the driver's calls: kernel nodes patched, memset and copy nodes patched
      * (how many), graph launches; to find where a window's time goes */
     atomic_ullong patch_kernel_ns, patch_op_ns, patched_ops, launch_ns;
+    atomic_ullong slow_end_cuts;   /* windows cut short before a predicted wait */
     /* full mode's plan-changed windows: planned into another number of steps (or not at
      * all), or a step of another kernel, shape or parameter size; of those, a generated
      * kernel's step (a group bound otherwise, or another kernel) */

@@ -130,6 +130,9 @@ void tcf_replay_stats_print(void)
                                 L(capturing), L(app_captures));
     if (len)
         tcf_out("  not held      %s", line);
+    if (tcf_cfg.replay_slow_end)
+        tcf_out("  slow end      %llu windows cut short before a wait their stream's last "
+                "stretches predicted (TCFUSE_REPLAY_SLOW_END)", L(slow_end_cuts));
     if (L(cuts_unsupported))
         tcf_out("  cuts          %llu before launches a node cannot carry", L(cuts_unsupported));
     if (L(held_failed) || L(patch_failed))

@@ -419,6 +419,37 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     [ "$(replayed "$T/restart.graph.err")" -gt 24 ]
 }
 
+@test "graph: before a wait the stream's last stretches predict, the windows end short (slow end)" {
+    # 40 launches an iteration, a synchronize after each: slow start cuts 4, 8, 16; the 12
+    # left go as one window until two stretches of 40 are seen, then as 6 and 6; every
+    # window runs as eager ran, the short ones as their graphs
+    replay_vs_eager end TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_REPLAY_SLOW_END=1 TCFUSE_TRACE="$T/end.jsonl" -- loop 8
+    [ "$(grep -c '"ev":"window".*"launches":12,' "$T/end.jsonl")" = 2 ]
+    [ "$(grep -c '"ev":"window".*"launches":6,' "$T/end.jsonl")" = 12 ]
+    expect_line "$T/end.graph.err" 'window sizes +4-7:20 8-15:10 16-31:8$'
+    expect_line "$T/end.graph.err" 'slow end +12 windows cut short before a wait'
+    [ "$(replayed "$T/end.graph.err")" -gt 20 ]
+    # halving down to a last window of 8 or fewer: 4, 8, 16, then the cap's 32, and 30 left
+    # go as 15, 8 and 7
+    replay_vs_eager end2 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_REPLAY_SLOW_END=1 TCFUSE_TRACE="$T/end2.jsonl" -- stretch 8
+    local n
+    for n in 15 8 7; do
+        [ "$(grep -c "\"ev\":\"window\".*\"launches\":$n," "$T/end2.jsonl")" -ge 6 ] ||
+            { echo "windows of $n:"; grep -c "\"launches\":$n," "$T/end2.jsonl"; return 1; }
+    done
+    # stretches that differ (12 launches, then 24 around an event record) predict nothing:
+    # the windows are those without the option
+    replay_vs_eager end3 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_REPLAY_SLOW_END=1 -- restart 8
+    expect_line "$T/end3.graph.err" 'window sizes +4-7:16 8-15:24$'
+    expect_line "$T/end3.graph.err" 'slow end +0 windows cut short'
+    # off (the default): no line, windows as before
+    replay_vs_eager end4 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 -- loop 8
+    ! grep -q 'slow end' "$T/end4.graph.err"
+    # full mode cuts alike
+    replay_vs_eager end5 TCFUSE_MODE=full TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_REPLAY_SLOW_END=1 -- loop 8
+    expect_line "$T/end5.graph.err" 'window sizes +4-7:20 8-15:10 16-31:8$'
+}
+
 @test "graph: other modes are unchanged by it (observe passes every call as before)" {
     compare_runs obs "$PROGS/replay" capture 4
     compare_runs obs2 "$PROGS/replay" attrs 4

@@ -7,6 +7,8 @@
  * stream, as one without.
  *   loop       ITERS x (40 launches: ka kb kc kd ka ... on stream s0) |cuStreamSynchronize
  *   fixed      the same with the same bytes every iteration (nothing to patch)
+ *   stretch    ITERS x (90 launches as loop's) |cuStreamSynchronize: a stretch whose last
+ *              windows slow end cuts (after 4, 8, 16 and 32, the 30 left as 15, 8, 7)
  *   short      ITERS x (ka kb) |sync: windows of 2 launches
  *   streams    ITERS x (10 on s0, 10 on s1 interleaved two by two) |cuCtxSynchronize
  *   legacy     ITERS x (4 on s1, 4 on the legacy stream, 4 on s1) |cuCtxSynchronize:
@@ -168,6 +170,8 @@ int main(int argc, char **argv)
 
     if (!strcmp(sc, "loop") || !strcmp(sc, "fixed")) {
         run_loop(iters, 40, !strcmp(sc, "loop"));
+    } else if (!strcmp(sc, "stretch")) {
+        run_loop(iters, 90, 1);
     } else if (!strcmp(sc, "restart")) {
         for (int it = 0; it < iters; it++) {
             for (int j = 0; j < 12; j++)
