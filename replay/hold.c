@@ -66,8 +66,9 @@ static uint32_t tcf_rslow_cap(uint32_t slow)
  * Where a stream's last two stretches between waits held the same number of launches, the
  * next is taken to hold as many: a window that would reach the predicted wait is cut at
  * half of what is left, down to a last one of at most 2 * TCF_R_END_MIN launches, so that
- * the last windows shrink as the first ones grew (30 left: 15, 8, 7). Structural still: the cuts follow launch counts since a wait. A wrong
- * prediction costs only shorter windows. */
+ * the last windows shrink as the first ones grew (30 left: 15, 8, 7). Structural still:
+ * the cuts follow launch counts since a wait. A wrong prediction costs only shorter
+ * windows. */
 #define TCF_R_END_MIN 4u
 
 static uint32_t tcf_rslow_end_cap(const tcf_window_t *w, uint32_t cap)
@@ -77,8 +78,10 @@ static uint32_t tcf_rslow_end_cap(const tcf_window_t *w, uint32_t cap)
     uint32_t left = w->rper - w->rsince;
     if (left > cap)
         return cap;
-    atomic_fetch_add_explicit(&tcf_rctr.slow_end_cuts, 1, memory_order_relaxed);
-    return left <= 2 * TCF_R_END_MIN ? left : (left + 1) / 2;
+    uint32_t end = left <= 2 * TCF_R_END_MIN ? left : (left + 1) / 2;
+    if (end < cap)
+        atomic_fetch_add_explicit(&tcf_rctr.slow_end_cuts, 1, memory_order_relaxed);
+    return end < cap ? end : cap;
 }
 
 void tcf_replay_boundary(const char *call)

@@ -415,7 +415,8 @@ typedef struct {
      * replay costs where the program waits for it */
     atomic_ullong replay_ns, full_plan_ns, full_learn_ns;
     /* of replay_ns, the driver's calls: kernel nodes patched, memset and copy nodes patched
-     * (how many), graph launches; to find where a window's time goes */
+     * (how many), graph launches; to find where a window's time goes (a failed patch's
+     * refresh is left in the rest) */
     atomic_ullong patch_kernel_ns, patch_op_ns, patched_ops, launch_ns;
     atomic_ullong slow_end_cuts;   /* windows cut short before a predicted wait */
     /* full mode's plan-changed windows: planned into another number of steps (or not at
