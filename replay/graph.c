@@ -328,9 +328,10 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
                 break;
             }
             if (t0) {
-                atomic_fetch_add_explicit(&tcf_rctr.patch_op_ns, tcf_now_ns() - t0,
-                                          memory_order_relaxed);
+                uint64_t dt = tcf_now_ns() - t0;
+                atomic_fetch_add_explicit(&tcf_rctr.patch_op_ns, dt, memory_order_relaxed);
                 atomic_fetch_add_explicit(&tcf_rctr.patched_ops, 1, memory_order_relaxed);
+                atomic_fetch_add_explicit(&p->patch_ns, dt, memory_order_relaxed);
             }
             memcpy(sh, bytes_of[i], n->sig.pbytes);
             (*patched)++;
@@ -350,9 +351,11 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             failed = 1;
             break;
         }
-        if (t0)
-            atomic_fetch_add_explicit(&tcf_rctr.patch_kernel_ns, tcf_now_ns() - t0,
-                                      memory_order_relaxed);
+        if (t0) {
+            uint64_t dt = tcf_now_ns() - t0;
+            atomic_fetch_add_explicit(&tcf_rctr.patch_kernel_ns, dt, memory_order_relaxed);
+            atomic_fetch_add_explicit(&p->patch_ns, dt, memory_order_relaxed);
+        }
         memcpy(sh, bytes_of[i], n->sig.pbytes);
         (*patched)++;
     }
@@ -368,8 +371,11 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
         *reason = TCF_RG_launch_failed;
         return -1;
     }
-    if (t0)
-        atomic_fetch_add_explicit(&tcf_rctr.launch_ns, tcf_now_ns() - t0, memory_order_relaxed);
+    if (t0) {
+        uint64_t dt = tcf_now_ns() - t0;
+        atomic_fetch_add_explicit(&tcf_rctr.launch_ns, dt, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->launch_ns, dt, memory_order_relaxed);
+    }
     /* The window's frees after its last kernel: a block may be read until then, and no
      * allocation inside the window can have been handed a block freed inside it (the
      * free had not reached the pool). */

@@ -168,6 +168,9 @@ typedef struct tcf_rplan {
     uint64_t          used;            /* recency: the table's tick at its last replay */
     int               busy;            /* flushes using it now (table lock) */
     uint64_t          replays;
+    /* with stats on, nanoseconds of its replays in the driver's graph launches and patches
+     * (the stats' costliest keys: what a launch's cost goes with) */
+    atomic_ullong     launch_ns, patch_ns;
     int               built_sync;      /* instantiated on the application's thread */
     /* Does it pay: the stream's time from this key's window to the next window, as issued
      * and as a graph (microseconds, the last TCF_R_SAMPLES of each), written under the
@@ -243,6 +246,8 @@ void tcf_rplan_retired_destroy(int all);
 void tcf_rplan_held(uint64_t *graphs, uint64_t *mem, uint64_t *peak);
 /* Every plan's bookkeeping for the summary: keys, ready, building, given up. */
 void tcf_rplan_census(uint64_t *keys, uint64_t *ready, uint64_t *building, uint64_t *given_up);
+/* Prints the keys held whose replays spent the most time in graph launches (stats). */
+void tcf_rplan_print_costliest(unsigned most);
 
 /* Does it pay (plan.c): a window of p's key took `us` to the stream's next window, run as
  * a graph or as issued (w locked). A key is judged once, when its graph is made: while

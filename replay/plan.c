@@ -392,6 +392,64 @@ void tcf_rplan_census(uint64_t *keys, uint64_t *ready, uint64_t *building, uint6
     pthread_mutex_unlock(&tcf_rplan_lock);
 }
 
+/* One key's line of tcf_rplan_print_costliest, made under the table's lock: its nodes by
+ * kind (kernel families, generated kernels, memsets, copies) and its replays' driver time. */
+static void tcf_rplan_cost_line(const tcf_rplan_t *p, char *line, size_t cap)
+{
+    enum { GEN = TCF_FAM_COUNT, MEMSET, COPY, KINDS };
+    static const char *const extra[] = { "generated", "memset", "copy" };
+    uint32_t by[KINDS] = { 0 };
+    for (uint32_t i = 0; i < p->n; i++) {
+        const tcf_rnode_t *nd = &p->nodes[i];
+        unsigned f = nd->sig.kind == TCF_R_KIND_MEMSET   ? MEMSET
+                     : nd->sig.kind == TCF_R_KIND_MEMCPY ? COPY
+                     : !nd->k || nd->k->family >= TCF_FAM_COUNT ? GEN
+                                                                 : (unsigned)nd->k->family;
+        by[f]++;
+    }
+    double r = (double)p->replays * 1e3;
+    int len = snprintf(line, cap, "key %016llx: %llu replays of %u nodes (",
+                       (unsigned long long)p->key, (unsigned long long)p->replays, p->n);
+    for (unsigned f = 0, first = 1; f < KINDS && len > 0 && (size_t)len < cap; f++)
+        if (by[f]) {
+            len += snprintf(line + len, cap - (size_t)len, "%s%s %u", first ? "" : ", ",
+                            f < GEN ? tcf_family_name((tcf_family_t)f) : extra[f - GEN], by[f]);
+            first = 0;
+        }
+    if (len > 0 && (size_t)len < cap)
+        snprintf(line + len, cap - (size_t)len, "): %.1f us launching, %.1f us patching a replay",
+                 (double)atomic_load_explicit(&p->launch_ns, memory_order_relaxed) / r,
+                 (double)atomic_load_explicit(&p->patch_ns, memory_order_relaxed) / r);
+}
+
+void tcf_rplan_print_costliest(unsigned most)
+{
+    enum { MOST = 8 };
+    char lines[MOST][320];
+    uint64_t ns[MOST];
+    const tcf_rplan_t *top[MOST];
+    unsigned n = 0;
+    most = most < MOST ? most : MOST;
+    pthread_mutex_lock(&tcf_rplan_lock);
+    for (unsigned i = 0; i < TCF_RPLANS && most; i++) {
+        const tcf_rplan_t *p = tcf_rplans[i];
+        uint64_t t = p && p->replays ? atomic_load_explicit(&p->launch_ns, memory_order_relaxed) : 0;
+        if (!t || (n == most && t <= ns[n - 1]))
+            continue;
+        unsigned j = n < most ? n++ : most - 1;   /* kept in order, the costliest first */
+        for (; j > 0 && ns[j - 1] < t; j--)
+            ns[j] = ns[j - 1], top[j] = top[j - 1];
+        ns[j] = t, top[j] = p;
+    }
+    for (unsigned j = 0; j < n; j++)   /* made under the lock: a plan may go after it */
+        tcf_rplan_cost_line(top[j], lines[j], sizeof lines[j]);
+    pthread_mutex_unlock(&tcf_rplan_lock);
+    if (n)
+        tcf_out("  launch cost   the %u keys held whose graph launches took longest:", n);
+    for (unsigned j = 0; j < n; j++)
+        tcf_out("    %s", lines[j]);
+}
+
 static uint32_t tcf_median8(const uint32_t *v, uint32_t n)
 {
     uint32_t s[8];

@@ -61,6 +61,7 @@ void tcf_replay_stats_print(void)
                 kern ? (double)L(patch_kernel_ns) / 1e3 / (double)kern : 0.0, po,
                 ops ? (double)L(patch_op_ns) / 1e3 / (double)ops : 0.0, la,
                 (double)L(replay_ns) / us - pk - po - la);
+        tcf_rplan_print_costliest(5);
     }
     tcf_out("  as issued     held windows run as issued: %llu left a graph's path, %llu closed "
             "without a ready graph, %llu for another stream's order, %llu at exit, %llu failed, "
