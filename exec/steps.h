@@ -83,7 +83,8 @@ typedef struct {
  * from its span's launches, decoded, with the rules that formed its group (tcf_fuser_bind:
  * the same kernel, buffers, stores and vector width, every op it steps over still clear of
  * its bytes; every launch of w decoded where such a group holds a cat, whose two-byte
- * dtype comes from its neighbours), and the steps as issued are w's events. s's groups are was's: its fused steps' g index was->grp, and s->ngrp is 0.
+ * dtype comes from its neighbours), and the steps as issued are w's events. s's groups
+ * are was's: its fused steps' g index was->grp, and s->ngrp is 0.
  * A window that frees or allocates is refused (a store dropped or kept depends on frees
  * past a group's span). Returns 0 (s holds the steps), or -1 (refused: the caller plans
  * w). w locked. */

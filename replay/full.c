@@ -19,8 +19,9 @@
  * gave each group) without planning (tcf_exec_steps_rebind: a group whose launches carry
  * the bytes, or decode to the operands, of an earlier window's takes that window's
  * argument, another is re-bound by the rules that formed it), or planned again where that
- * is refused or there is no memo (TCFUSE_REPLAY_REBIND). Its steps must be the graph's node for node (the
- * same kernels, shapes, parameter sizes), and their bytes are patched like any node's.
+ * is refused or there is no memo (TCFUSE_REPLAY_REBIND). Its steps must be the graph's
+ * node for node (the same kernels, shapes, parameter sizes), and their bytes are patched
+ * like any node's.
  * Steps that differ (a kernel evicted from exec's table and made again, a group bound
  * differently) run the window as issued and give the key up (plan-changed): a graph never
  * runs steps other than its own. A plan not final whose steps differ after the kernel

@@ -299,6 +299,22 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
     return rc;
 }
 
+/* With stats on, a replay's driver time, summed over its calls and added once: patches of
+ * kernel nodes (ns), of memset and copy nodes (ns, how many), the graph's launch (ns). */
+typedef struct {
+    uint64_t kernel, op, nop, launch;
+} tcf_rtimes_t;
+
+static void tcf_rtimes_add(tcf_rplan_t *p, const tcf_rtimes_t *t)
+{
+    atomic_fetch_add_explicit(&tcf_rctr.patch_kernel_ns, t->kernel, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_rctr.patch_op_ns, t->op, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_rctr.patched_ops, t->nop, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_rctr.launch_ns, t->launch, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->patch_ns, t->kernel + t->op, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->launch_ns, t->launch, memory_order_relaxed);
+}
+
 int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, uint64_t stream,
                    int *reason, uint32_t *patched)
 {
@@ -306,7 +322,8 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
     tcf_pp_t b = { .pp = NULL };
     void *ex[5];
     size_t exsize;
-    int failed = 0;
+    int failed = 0, timed = tcf_cfg.stats;
+    tcf_rtimes_t tm = { 0 };
     for (uint32_t i = 0; i < p->n; i++) {
         tcf_rnode_t *n = &p->nodes[i];
         uint8_t *sh = p->shadow + n->soff;
@@ -317,7 +334,7 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             CUDA_MEMCPY3D mc;
             tcf_rop_params(&n->sig, bytes_of[i], &ms, &mc);
             CUcontext ctx = (CUcontext)(uintptr_t)p->ctx;
-            uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
+            uint64_t t0 = timed ? tcf_now_ns() : 0;
             if (tcf_fault(TCF_FAULT_GRAPH_PATCH) ||
                 (n->sig.kind == TCF_R_KIND_MEMSET
                      ? tcf_drv.graph_exec_memset_node_set_params(p->exec, n->node, &ms, ctx)
@@ -327,12 +344,8 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
                 failed = 1;
                 break;
             }
-            if (t0) {
-                uint64_t dt = tcf_now_ns() - t0;
-                atomic_fetch_add_explicit(&tcf_rctr.patch_op_ns, dt, memory_order_relaxed);
-                atomic_fetch_add_explicit(&tcf_rctr.patched_ops, 1, memory_order_relaxed);
-                atomic_fetch_add_explicit(&p->patch_ns, dt, memory_order_relaxed);
-            }
+            if (timed)
+                tm.op += tcf_now_ns() - t0, tm.nop++;
             memcpy(sh, bytes_of[i], n->sig.pbytes);
             (*patched)++;
             continue;
@@ -344,18 +357,15 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             break;
         }
         tcf_rnode_params(&n->sig, n->k, p->ctx, bytes_of[i], pp, ex, &exsize, &np);
-        uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
+        uint64_t t0 = timed ? tcf_now_ns() : 0;
         if (tcf_fault(TCF_FAULT_GRAPH_PATCH) ||
             tcf_drv.graph_exec_kernel_node_set_params(p->exec, n->node, &np) != CUDA_SUCCESS) {
             atomic_fetch_add(&tcf_rctr.patch_failed, 1);
             failed = 1;
             break;
         }
-        if (t0) {
-            uint64_t dt = tcf_now_ns() - t0;
-            atomic_fetch_add_explicit(&tcf_rctr.patch_kernel_ns, dt, memory_order_relaxed);
-            atomic_fetch_add_explicit(&p->patch_ns, dt, memory_order_relaxed);
-        }
+        if (timed)
+            tm.kernel += tcf_now_ns() - t0;
         memcpy(sh, bytes_of[i], n->sig.pbytes);
         (*patched)++;
     }
@@ -365,16 +375,15 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             return -1;
         *patched = p->n;
     }
-    uint64_t t0 = tcf_cfg.stats ? tcf_now_ns() : 0;
+    uint64_t t0 = timed ? tcf_now_ns() : 0;
     if (tcf_fault(TCF_FAULT_GRAPH_LAUNCH) ||
         tcf_drv.graph_launch(p->exec, (CUstream)(uintptr_t)stream) != CUDA_SUCCESS) {
         *reason = TCF_RG_launch_failed;
         return -1;
     }
-    if (t0) {
-        uint64_t dt = tcf_now_ns() - t0;
-        atomic_fetch_add_explicit(&tcf_rctr.launch_ns, dt, memory_order_relaxed);
-        atomic_fetch_add_explicit(&p->launch_ns, dt, memory_order_relaxed);
+    if (timed) {
+        tm.launch = tcf_now_ns() - t0;
+        tcf_rtimes_add(p, &tm);
     }
     /* The window's frees after its last kernel: a block may be read until then, and no
      * allocation inside the window can have been handed a block freed inside it (the
