@@ -66,9 +66,11 @@ static uint32_t tcf_rslow_cap(uint32_t slow)
  * Where a stream's last two stretches between waits held the same number of launches, the
  * next is taken to hold as many: a window that would reach the predicted wait is cut at
  * half of what is left, down to a last one of at most 2 * TCF_R_END_MIN launches, so that
- * the last windows shrink as the first ones grew (30 left: 15, 8, 7). Structural still:
- * the cuts follow launch counts since a wait. A wrong prediction costs only shorter
- * windows. */
+ * the last windows shrink as the first ones grew (30 left: 15, 8, 7). The last one is not
+ * cut: the wait closes it where it closed it before any prediction, so its key does not
+ * change once two stretches agree (a stretch of 40 under the cap of 32 keeps its windows
+ * of 32 and 8 and their graphs). Structural still: the cuts follow launch counts since a
+ * wait. A wrong prediction costs only shorter windows. */
 #define TCF_R_END_MIN 4u
 
 static uint32_t tcf_rslow_end_cap(const tcf_window_t *w, uint32_t cap)
@@ -78,10 +80,10 @@ static uint32_t tcf_rslow_end_cap(const tcf_window_t *w, uint32_t cap)
     uint32_t left = w->rper - w->rsince;
     if (left > cap)
         return cap;
-    uint32_t end = left <= 2 * TCF_R_END_MIN ? left : (left + 1) / 2;
-    if (end < cap)
-        atomic_fetch_add_explicit(&tcf_rctr.slow_end_cuts, 1, memory_order_relaxed);
-    return end < cap ? end : cap;
+    if (left <= 2 * TCF_R_END_MIN)   /* the wait will close it: no cut, the key unchanged */
+        return cap;
+    atomic_fetch_add_explicit(&tcf_rctr.slow_end_cuts, 1, memory_order_relaxed);
+    return (left + 1) / 2;
 }
 
 void tcf_replay_boundary(const char *call)

@@ -8,10 +8,10 @@
 
 load helpers
 
-# The scenarios below count windows of TCFUSE_REPLAY_MAX from their synchronize on; slow
-# start (short windows after a synchronize) has its own test, at the end.
-# and keep every graph they make (no window run as issued to time it), so that what is
-# replayed is counted exactly; the judge has its own test.
+# The scenarios below count windows of TCFUSE_REPLAY_MAX from their synchronize on (slow
+# start's short windows after a synchronize and slow end's before the next have their own
+# tests, at the end), and keep every graph they make (no window run as issued to time it),
+# so that what is replayed is counted exactly; the judge has its own test.
 setup() {
     common_setup || return 1
     export TCFUSE_REPLAY_SLOW=0 TCFUSE_REPLAY_JUDGE=0
@@ -427,13 +427,15 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
 
 @test "graph: before a wait the stream's last stretches predict, the windows end short (slow end)" {
     # 40 launches an iteration, a synchronize after each: slow start cuts 4, 8, 16; the 12
-    # left go as one window until two stretches of 40 are seen, then as 6 and 6; every
-    # window runs as eager ran, the short ones as their graphs
+    # left go as one window until two stretches of 40 are seen, then as 6 (the cut) and 6
+    # (closed by the synchronize, as before any prediction); every window runs as eager
+    # ran, the short ones as their graphs
     replay_vs_eager end TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_REPLAY_SLOW_END=1 TCFUSE_TRACE="$T/end.jsonl" -- loop 8
     [ "$(grep -c '"ev":"window".*"launches":12,' "$T/end.jsonl")" = 2 ]
     [ "$(grep -c '"ev":"window".*"launches":6,' "$T/end.jsonl")" = 12 ]
     expect_line "$T/end.graph.err" 'window sizes +4-7:20 8-15:10 16-31:8$'
-    expect_line "$T/end.graph.err" 'slow end +12 windows cut short before a wait'
+    expect_line "$T/end.graph.err" 'slow end +6 windows cut short before a wait'
+    expect_line "$T/end.graph.err" 'boundaries +size-cap 30, cuStreamSynchronize 8$'
     [ "$(replayed "$T/end.graph.err")" -gt 20 ]
     # halving down to a last window of 8 or fewer: 4, 8, 16, then the cap's 32, and 30 left
     # go as 15, 8 and 7
@@ -449,8 +451,9 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     expect_line "$T/end3.graph.err" 'window sizes +4-7:16 8-15:24$'
     expect_line "$T/end3.graph.err" 'slow end +0 windows cut short'
     # off (the default): no line, windows as before
-    replay_vs_eager end4 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 -- loop 8
+    replay_vs_eager end4 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_REPLAY_SLOW_END=0 -- loop 8
     ! grep -q 'slow end' "$T/end4.graph.err"
+    expect_line "$T/end4.graph.err" 'window sizes +4-7:8 8-15:16 16-31:8$'
     # full mode cuts alike
     replay_vs_eager end5 TCFUSE_MODE=full TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_REPLAY_SLOW_END=1 -- loop 8
     expect_line "$T/end5.graph.err" 'window sizes +4-7:20 8-15:10 16-31:8$'
