@@ -15,7 +15,8 @@ setup() {
     fusechain_setup || return 1
     need_nvrtc
     export FAKECUDA_MEM=1 TCFUSE_CACHE_DIR="$T/cache" TCFUSE_NVRTC="$NVRTC"
-    export TCFUSE_REPLAY_SLOW=0   # windows of TCFUSE_REPLAY_MAX (replay.bats tests slow start)
+    # windows of TCFUSE_REPLAY_MAX (replay.bats tests slow start and slow end)
+    export TCFUSE_REPLAY_SLOW=0 TCFUSE_REPLAY_SLOW_END=0
     export TCFUSE_REPLAY_JUDGE=0  # every graph kept: replays counted exactly (replay.bats tests the judge)
 }
 

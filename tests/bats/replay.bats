@@ -14,7 +14,7 @@ load helpers
 # so that what is replayed is counted exactly; the judge has its own test.
 setup() {
     common_setup || return 1
-    export TCFUSE_REPLAY_SLOW=0 TCFUSE_REPLAY_JUDGE=0
+    export TCFUSE_REPLAY_SLOW=0 TCFUSE_REPLAY_SLOW_END=0 TCFUSE_REPLAY_JUDGE=0
 }
 
 # What ran on the device, one line each, launched or as a graph's node: kernels (name,
@@ -450,10 +450,15 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     replay_vs_eager end3 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_REPLAY_SLOW_END=1 -- restart 8
     expect_line "$T/end3.graph.err" 'window sizes +4-7:16 8-15:24$'
     expect_line "$T/end3.graph.err" 'slow end +0 windows cut short'
-    # off (the default): no line, windows as before
+    # off: no line, windows as before
     replay_vs_eager end4 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_REPLAY_SLOW_END=0 -- loop 8
     ! grep -q 'slow end' "$T/end4.graph.err"
     expect_line "$T/end4.graph.err" 'window sizes +4-7:8 8-15:16 16-31:8$'
+    # on by default: 90 launches cut by the cap as 32, 32 and 26, then the 26 as 13, 7, 6
+    unset TCFUSE_REPLAY_SLOW_END
+    replay_vs_eager end6 TCFUSE_REPLAY_SYNC=1 TCFUSE_TRACE="$T/end6.jsonl" -- stretch 8
+    expect_line "$T/end6.graph.err" 'slow end +12 windows cut short before a wait'
+    [ "$(grep -c '"ev":"window".*"launches":13,' "$T/end6.jsonl")" = 6 ]
     # full mode cuts alike
     replay_vs_eager end5 TCFUSE_MODE=full TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_SLOW=4 TCFUSE_REPLAY_SLOW_END=1 -- loop 8
     expect_line "$T/end5.graph.err" 'window sizes +4-7:20 8-15:10 16-31:8$'
