@@ -11,6 +11,8 @@
 // launched, node 0 patched with new bytes (timed) and the graph launched again (timed);
 // and, as "ring", the same as busy with a second executable instance of the graph patched
 // and launched instead of the one still queued.
+// Then the launch after k of 32 nodes were patched (k = 0 to 32), idle, busy, and with the
+// host's caches made cold by a write of 256 MiB before the patches.
 // Prints medians over the rounds, in microseconds.
 //
 //   nvcc -O2 -arch=sm_90 -o patch_cost bench/patch_cost.cu && ./patch_cost [spin_us]
@@ -153,6 +155,47 @@ static void measure(enum kind k, long long spin_ns, int busy, double *patch, dou
     CK(cudaGraphDestroy(g));
 }
 
+// The launch after k of a graph's nodes were patched: 32 kernel nodes of 1 KiB of
+// parameters each (cuBLAS's kernels take about that), the first k patched each round (each
+// pointer moved), then the graph launched. state 0: idle; 1: GPU work queued ahead (busy);
+// 2: idle, with `cold_mib` of host memory written before the patches (the caches then hold
+// the host's work, as after a window of Python). Medians of the patches' total and of the
+// launch.
+static void measure_k(int k, long long spin_ns, int state, char *cold, size_t cold_bytes,
+                      double *patches, double *launch) {
+    cudaGraph_t g;
+    CK(cudaGraphCreate(&g, 0));
+    cudaGraphNode_t nodes[NODES];
+    static blob<1024> bl[NODES];
+    void *args[NODES][2];
+    cudaKernelNodeParams kp[NODES];
+    for (int i = 0; i < NODES; i++) {
+        kernel_params(&kp[i], &bl[i], args[i], 0);
+        CK(cudaGraphAddKernelNode(&nodes[i], g, i ? &nodes[i - 1] : NULL, i ? 1 : 0, &kp[i]));
+    }
+    cudaGraphExec_t ex;
+    CK(cudaGraphInstantiate(&ex, g, 0));
+    for (int i = 0; i < 10; i++) CK(cudaGraphLaunch(ex, s));
+    CK(cudaStreamSynchronize(s));
+    double pt[ROUNDS], lt[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < k; i++) kernel_params(&kp[i], &bl[i], args[i], r + 1);
+        if (state == 1) spin_kernel<<<1, 1, 0, s>>>(spin_ns);
+        if (state == 2)
+            for (size_t o = 0; o < cold_bytes; o += 64) cold[o] = (char)r;
+        double t0 = now_us();
+        for (int i = 0; i < k; i++) CK(cudaGraphExecKernelNodeSetParams(ex, nodes[i], &kp[i]));
+        double t1 = now_us();
+        CK(cudaGraphLaunch(ex, s));
+        double t2 = now_us();
+        pt[r] = t1 - t0, lt[r] = t2 - t1;
+        CK(cudaStreamSynchronize(s));
+    }
+    *patches = median(pt, ROUNDS), *launch = median(lt, ROUNDS);
+    CK(cudaGraphExecDestroy(ex));
+    CK(cudaGraphDestroy(g));
+}
+
 int main(int argc, char **argv) {
     long long spin_ns = (argc > 1 ? atoll(argv[1]) : 2000) * 1000;
     if (spin_ns < 0) {
@@ -175,5 +218,21 @@ int main(int argc, char **argv) {
         printf("  %-28s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", kind_name[k], pt[0], lt[0], pt[1],
                lt[1], pt[2], lt[2]);
     }
+    size_t cold_bytes = (size_t)256 << 20;
+    char *cold = (char *)malloc(cold_bytes);
+    if (!cold) return 1;
+    memset(cold, 1, cold_bytes);
+    printf("graphs of %d kernel nodes of 1 KiB parameters, the first k patched, then launched; "
+           "cold: %zu MiB of host memory written before the patches\n", NODES, cold_bytes >> 20);
+    printf("  %-28s %8s %8s %8s %8s %8s %8s\n", "k, patches / launch:", "idle", "", "busy", "",
+           "cold", "");
+    static const int ks[] = {0, 1, 4, 16, 32};
+    for (unsigned j = 0; j < sizeof ks / sizeof ks[0]; j++) {
+        double pt[3], lt[3];
+        for (int st = 0; st < 3; st++) measure_k(ks[j], spin_ns, st, cold, cold_bytes, &pt[st], &lt[st]);
+        printf("  %-28d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", ks[j], pt[0], lt[0], pt[1], lt[1],
+               pt[2], lt[2]);
+    }
+    free(cold);
     return 0;
 }
