@@ -108,6 +108,16 @@ static void node0(enum kind k, int r, cudaKernelNodeParams *kp, void **args, cud
     }
 }
 
+// A round's end: the patches began at t0 and end now; e is launched and the stream
+// synchronized. The patches' time goes to *patch, the launch's to *launch.
+static void launch_timed(cudaGraphExec_t e, double t0, double *patch, double *launch) {
+    double t1 = now_us();
+    CK(cudaGraphLaunch(e, s));
+    double t2 = now_us();
+    *patch = t1 - t0, *launch = t2 - t1;
+    CK(cudaStreamSynchronize(s));
+}
+
 // busy 0: idle; 1: the instance just launched patched; 2: a second instance of the graph
 // patched and launched (a ring of two), the first's launch still queued.
 static void measure(enum kind k, long long spin_ns, int busy, double *patch, double *launch) {
@@ -143,11 +153,7 @@ static void measure(enum kind k, long long spin_ns, int busy, double *patch, dou
         if (k == MEMSET) CK(cudaGraphExecMemsetNodeSetParams(e, nodes[0], &ms));
         else if (k == COPY) CK(cudaGraphExecMemcpyNodeSetParams(e, nodes[0], &mc));
         else CK(cudaGraphExecKernelNodeSetParams(e, nodes[0], &kp));
-        double t1 = now_us();
-        CK(cudaGraphLaunch(e, s));
-        double t2 = now_us();
-        pt[r] = t1 - t0, lt[r] = t2 - t1;
-        CK(cudaStreamSynchronize(s));
+        launch_timed(e, t0, &pt[r], &lt[r]);
     }
     *patch = median(pt, ROUNDS), *launch = median(lt, ROUNDS);
     CK(cudaGraphExecDestroy(ex));
@@ -185,11 +191,7 @@ static void measure_k(int k, long long spin_ns, int state, char *cold, size_t co
             for (size_t o = 0; o < cold_bytes; o += 64) cold[o] = (char)r;
         double t0 = now_us();
         for (int i = 0; i < k; i++) CK(cudaGraphExecKernelNodeSetParams(ex, nodes[i], &kp[i]));
-        double t1 = now_us();
-        CK(cudaGraphLaunch(ex, s));
-        double t2 = now_us();
-        pt[r] = t1 - t0, lt[r] = t2 - t1;
-        CK(cudaStreamSynchronize(s));
+        launch_timed(ex, t0, &pt[r], &lt[r]);
     }
     *patches = median(pt, ROUNDS), *launch = median(lt, ROUNDS);
     CK(cudaGraphExecDestroy(ex));
