@@ -393,12 +393,14 @@ void tcf_rplan_census(uint64_t *keys, uint64_t *ready, uint64_t *building, uint6
 }
 
 /* One key's line of tcf_rplan_print_costliest, made under the table's lock: its nodes by
- * kind (kernel families, generated kernels, memsets, copies) and its replays' driver time. */
+ * kind (kernel families, generated kernels, memsets, copies), its kernel nodes' parameter
+ * bytes and its replays' driver time. */
 static void tcf_rplan_cost_line(const tcf_rplan_t *p, char *line, size_t cap)
 {
     enum { GEN = TCF_FAM_COUNT, MEMSET, COPY, KINDS };
     static const char *const extra[] = { "generated", "memset", "copy" };
     uint32_t by[KINDS] = { 0 };
+    uint64_t pbytes = 0;   /* the kernel nodes' parameters: what a launch may upload */
     for (uint32_t i = 0; i < p->n; i++) {
         const tcf_rnode_t *nd = &p->nodes[i];
         unsigned f = nd->sig.kind == TCF_R_KIND_MEMSET   ? MEMSET
@@ -406,6 +408,8 @@ static void tcf_rplan_cost_line(const tcf_rplan_t *p, char *line, size_t cap)
                      : !nd->k || nd->k->family >= TCF_FAM_COUNT ? GEN
                                                                  : (unsigned)nd->k->family;
         by[f]++;
+        if (f != MEMSET && f != COPY)
+            pbytes += nd->sig.pbytes;
     }
     double r = (double)p->replays * 1e3;
     int len = snprintf(line, cap, "key %016llx: %llu replays of %u nodes (",
@@ -417,7 +421,9 @@ static void tcf_rplan_cost_line(const tcf_rplan_t *p, char *line, size_t cap)
             first = 0;
         }
     if (len > 0 && (size_t)len < cap)
-        snprintf(line + len, cap - (size_t)len, "): %.1f us launching, %.1f us patching a replay",
+        snprintf(line + len, cap - (size_t)len,
+                 "; %llu B of kernel parameters): %.1f us launching, %.1f us patching a replay",
+                 (unsigned long long)pbytes,
                  (double)atomic_load_explicit(&p->launch_ns, memory_order_relaxed) / r,
                  (double)atomic_load_explicit(&p->patch_ns, memory_order_relaxed) / r);
 }
