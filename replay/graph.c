@@ -300,12 +300,13 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
 }
 
 /* With stats on, a replay's driver time, summed over its calls and added once: patches of
- * kernel nodes (ns), of memset and copy nodes (ns, how many), the graph's launch (ns). */
+ * kernel nodes (ns), of memset and copy nodes (ns, how many), the graph's launch (ns); and
+ * the nodes it patched, for its key. */
 typedef struct {
     uint64_t kernel, op, nop, launch;
 } tcf_rtimes_t;
 
-static void tcf_rtimes_add(tcf_rplan_t *p, const tcf_rtimes_t *t)
+static void tcf_rtimes_add(tcf_rplan_t *p, const tcf_rtimes_t *t, uint32_t patched)
 {
     atomic_fetch_add_explicit(&tcf_rctr.patch_kernel_ns, t->kernel, memory_order_relaxed);
     atomic_fetch_add_explicit(&tcf_rctr.patch_op_ns, t->op, memory_order_relaxed);
@@ -313,6 +314,7 @@ static void tcf_rtimes_add(tcf_rplan_t *p, const tcf_rtimes_t *t)
     atomic_fetch_add_explicit(&tcf_rctr.launch_ns, t->launch, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->patch_ns, t->kernel + t->op, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->launch_ns, t->launch, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->patched_nodes, patched, memory_order_relaxed);
 }
 
 int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, uint64_t stream,
@@ -383,7 +385,7 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
     }
     if (timed) {
         tm.launch = tcf_now_ns() - t0;
-        tcf_rtimes_add(p, &tm);
+        tcf_rtimes_add(p, &tm, *patched);
     }
     /* The window's frees after its last kernel: a block may be read until then, and no
      * allocation inside the window can have been handed a block freed inside it (the

@@ -168,9 +168,10 @@ typedef struct tcf_rplan {
     uint64_t          used;            /* recency: the table's tick at its last replay */
     int               busy;            /* flushes using it now (table lock) */
     uint64_t          replays;
-    /* with stats on, nanoseconds of its replays in the driver's graph launches and patches
-     * (the stats' costliest keys: what a launch's cost goes with) */
-    atomic_ullong     launch_ns, patch_ns;
+    /* with stats on, nanoseconds of its replays in the driver's graph launches and patches,
+     * and the nodes they patched (the stats' costliest keys: what a launch's cost goes
+     * with) */
+    atomic_ullong     launch_ns, patch_ns, patched_nodes;
     int               built_sync;      /* instantiated on the application's thread */
     /* Does it pay: the stream's time from this key's window to the next window, as issued
      * and as a graph (microseconds, the last TCF_R_SAMPLES of each), written under the

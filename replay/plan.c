@@ -394,7 +394,7 @@ void tcf_rplan_census(uint64_t *keys, uint64_t *ready, uint64_t *building, uint6
 
 /* One key's line of tcf_rplan_print_costliest, made under the table's lock: its nodes by
  * kind (kernel families, generated kernels, memsets, copies), its kernel nodes' parameter
- * bytes and its replays' driver time. */
+ * bytes, and its replays' driver time and nodes patched. */
 static void tcf_rplan_cost_line(const tcf_rplan_t *p, char *line, size_t cap)
 {
     enum { GEN = TCF_FAM_COUNT, MEMSET, COPY, KINDS };
@@ -422,10 +422,11 @@ static void tcf_rplan_cost_line(const tcf_rplan_t *p, char *line, size_t cap)
         }
     if (len > 0 && (size_t)len < cap)
         snprintf(line + len, cap - (size_t)len,
-                 "; %llu B of kernel parameters): %.1f us launching, %.1f us patching a replay",
-                 (unsigned long long)pbytes,
+                 "; %llu B of kernel parameters): %.1f us launching, %.1f us patching %.1f "
+                 "nodes a replay", (unsigned long long)pbytes,
                  (double)atomic_load_explicit(&p->launch_ns, memory_order_relaxed) / r,
-                 (double)atomic_load_explicit(&p->patch_ns, memory_order_relaxed) / r);
+                 (double)atomic_load_explicit(&p->patch_ns, memory_order_relaxed) / r,
+                 (double)atomic_load_explicit(&p->patched_nodes, memory_order_relaxed) * 1e3 / r);
 }
 
 void tcf_rplan_print_costliest(unsigned most)

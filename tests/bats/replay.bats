@@ -78,11 +78,13 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     expect_line "$T/loop.graph.err" 'replay +10 windows run as graphs \(200 launches'
     # where the time went: the driver's calls split, and the keys whose graph launches took
     # longest, each with its nodes by kind (the stand-in's kernels are of no family) and
-    # its kernel nodes' parameter bytes (three each of ka, kb, kc and kd: 16, 20, 28, 0)
+    # its kernel nodes' parameter bytes (three each of ka, kb, kc and kd: 16, 20, 28, 0), and
+    # the nodes its replays patched (the loop's: every node but kd's 8, which have no
+    # parameters)
     expect_line "$T/memset.graph.err" 'replay time +us a window: [0-9.]+ the driver.s kernel-node patches \([0-9.]+ us each\), [0-9.]+ its memset and copy patches \([0-9.]+ us each\), [0-9.]+ its graph launches; -?[0-9.]+ the rest$'
     expect_line "$T/memset.graph.err" 'launch cost +the [1-5] keys held whose graph launches took longest:$'
-    expect_line "$T/memset.graph.err" '^tcfuse: +key [0-9a-f]{16}: [1-9][0-9]* replays of 14 nodes \(other 12, memset 1, copy 1; 192 B of kernel parameters\): [0-9.]+ us launching, [0-9.]+ us patching a replay$'
-    expect_line "$T/loop.graph.err" '^tcfuse: +key [0-9a-f]{16}: 5 replays of 32 nodes \(other 32; 512 B of kernel parameters\)'
+    expect_line "$T/memset.graph.err" '^tcfuse: +key [0-9a-f]{16}: [1-9][0-9]* replays of 14 nodes \(other 12, memset 1, copy 1; 192 B of kernel parameters\): [0-9.]+ us launching, [0-9.]+ us patching [0-9.]+ nodes a replay$'
+    expect_line "$T/loop.graph.err" '^tcfuse: +key [0-9a-f]{16}: 5 replays of 32 nodes \(other 32; 512 B of kernel parameters\): [0-9.]+ us launching, [0-9.]+ us patching 24.0 nodes a replay$'
     # the same in the background (the iteration that replays first depends on the worker)
     replay_vs_eager loop-bg -- loop 40
     replay_vs_eager switch-bg -- switch 40
