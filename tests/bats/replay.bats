@@ -467,6 +467,38 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     expect_line "$T/end5.graph.err" 'window sizes +4-7:20 8-15:10 16-31:8$'
 }
 
+@test "graph and full: with the defaults (slow start and slow end on) every scenario runs eager's work" {
+    # the scenarios above count windows with both off; here each runs as a user runs it,
+    # its last windows cut short once two stretches agree (new keys, learned in turn), and
+    # again with slow start off, so that shorter stretches are cut by slow end too (two
+    # streams' 10 launches each between synchronizes; two threads' 8 and the legacy
+    # stream's are left whole, and run as eager ran)
+    unset TCFUSE_REPLAY_SLOW TCFUSE_REPLAY_SLOW_END
+    local s m v name n by
+    for m in graph full; do
+        for v in default 0; do
+            for s in loop stretch streams legacy events memset attrs capture exit switch restart; do
+                name="d-$m-$v-$s" by=0
+                [ "$s" = streams ] || [ "$s" = events ] && by=1
+                if [ "$v" = default ]; then
+                    BY_STREAM=$by replay_vs_eager "$name" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 -- "$s" 12
+                else
+                    BY_STREAM=$by replay_vs_eager "$name" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 \
+                        TCFUSE_REPLAY_SLOW=0 -- "$s" 12
+                fi || { echo "$name"; return 1; }
+            done
+        done
+    done
+    # where the cuts fell: the long stretch with the defaults, and the two streams' and the
+    # memsets' shorter ones with slow start off
+    for name in d-graph-default-stretch d-full-default-stretch d-graph-0-streams d-full-0-streams \
+                d-graph-0-memset d-full-0-memset; do
+        n=$(stat_num "$T/$name.graph.err" 'slow end' '[0-9]+ windows cut short')
+        [ "${n:-0}" -gt 0 ] || { echo "$name: no cut"; cat "$T/$name.graph.err"; return 1; }
+        [ "$(replayed "$T/$name.graph.err")" -ge 10 ] || { echo "$name: few replays"; return 1; }
+    done
+}
+
 @test "graph: other modes are unchanged by it (observe passes every call as before)" {
     compare_runs obs "$PROGS/replay" capture 4
     compare_runs obs2 "$PROGS/replay" attrs 4
