@@ -75,12 +75,12 @@ static uint32_t tcf_rslow_cap(uint32_t slow)
 
 static uint32_t tcf_rslow_end_cap(const tcf_window_t *w, uint32_t cap)
 {
-    if (!tcf_cfg.replay_slow_end || !w->rper || w->rper != w->rper_prev || w->rsince >= w->rper)
+    if (!tcf_cfg.replay_slow_end || w->rper != w->rper_prev || w->rsince >= w->rper)
         return cap;
     uint32_t left = w->rper - w->rsince;
-    if (left > cap)
-        return cap;
-    if (left <= 2 * TCF_R_END_MIN)   /* the wait will close it: no cut, the key unchanged */
+    /* past the cap: not the last windows yet; 8 or fewer: the wait closes it (no cut, the
+     * key unchanged) */
+    if (left > cap || left <= 2 * TCF_R_END_MIN)
         return cap;
     atomic_fetch_add_explicit(&tcf_rctr.slow_end_cuts, 1, memory_order_relaxed);
     return (left + 1) / 2;
