@@ -487,6 +487,19 @@ def main():
         n_smallk_eager = sum(1 for r in res["results"] if r["program"] == "smallk" and r["variant"] == "eager")
         check(rc == 0 and "(call 3 of 3)" in out and n_smallk_eager == 2 and
               any(c[0] == "| jax-mlp" and c[1] == "fuse" for c in rows(out)), "run-all merge", out[-1200:])
+        # Another --iters checksums other output: merged, its runs are a program apart,
+        # not outputs called different.
+        ra("--fake", "--programs", "jax-mlp", "--repeats", "1", "--variants", "eager,fuse",
+               "--iters", "7", "--out", os.path.join(d, "m3"))
+        rc, out = ra("--merge", os.path.join(d, "m2"), os.path.join(d, "m3"),
+                         "--out", os.path.join(d, "mi"))
+        res = json.load(open(os.path.join(d, "mi", "results.json")))
+        check(rc == 0 and "DIFFERS" not in out and
+              any(c[0] == "| jax-mlp/7it" and c[1] == "fuse" and c[7] == "equal" for c in rows(out)) and
+              any(c[0] == "| jax-mlp" and c[1] == "fuse" and c[7] == "equal" for c in rows(out)) and
+              {r["program"] for r in res["results"]} == {"jax-mlp"} and
+              sorted(r.get("iters", 0) for r in res["results"]) == [0, 0, 0, 7, 7, 7],
+              "run-all merge of two --iters", out[-1500:])
         # With no eager run (a budget that stopped before one), outputs are not compared,
         # not called different (a cold run is made before any repeat).
         rc, out = ra("--fake", "--programs", "smallk", "--repeats", "1", "--variants", "fuse",
