@@ -11,12 +11,16 @@
 // launched, node 0 patched with new bytes (timed) and the graph launched again (timed);
 // and, as "ring", the same as busy with a second executable instance of the graph patched
 // and launched instead of the one still queued.
-// Then the launch after k of 32 nodes were patched (k = 0 to 32), idle, busy, and with the
-// host's caches made cold by a write of 256 MiB before the patches.
+// Then the launch after k of 32 nodes were patched (k = 0 to 32), idle, busy, with the
+// host's caches made cold by a write of 256 MiB before the patches, and the same cold
+// write followed by the patches and launch made by a second thread that does nothing else
+// (spinning on a flag): whether a launcher thread beside the application, its caches
+// left to the driver, would launch at the idle cost.
 // Prints medians over the rounds, in microseconds.
 //
 //   nvcc -O2 -arch=sm_90 -o patch_cost bench/patch_cost.cu && ./patch_cost [spin_us]
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,12 +165,50 @@ static void measure(enum kind k, long long spin_ns, int busy, double *patch, dou
     CK(cudaGraphDestroy(g));
 }
 
+// The launcher thread of state 3: waits (spinning) for a round, patches the first k nodes
+// of ex and launches it, and reports the two times.
+static struct {
+    int go, done, quit, k;   // flags by __atomic builtins
+    cudaGraphExec_t ex;
+    cudaGraphNode_t *nodes;
+    cudaKernelNodeParams *kp;
+    double patches, launch;
+} lr;
+
+static void *launcher(void *arg) {
+    (void)arg;
+    CK(cudaSetDevice(0));
+    for (;;) {
+        while (!__atomic_load_n(&lr.go, __ATOMIC_ACQUIRE)) {
+        }
+        __atomic_store_n(&lr.go, 0, __ATOMIC_RELAXED);
+        if (lr.quit) return NULL;
+        double t0 = now_us();
+        for (int i = 0; i < lr.k; i++) CK(cudaGraphExecKernelNodeSetParams(lr.ex, lr.nodes[i], &lr.kp[i]));
+        double t1 = now_us();
+        CK(cudaGraphLaunch(lr.ex, s));
+        lr.patches = t1 - t0, lr.launch = now_us() - t1;
+        __atomic_store_n(&lr.done, 1, __ATOMIC_RELEASE);
+    }
+}
+
+static void launcher_round(int k, cudaGraphExec_t ex, cudaGraphNode_t *nodes, cudaKernelNodeParams *kp,
+                           double *patches, double *launch) {
+    lr.k = k, lr.ex = ex, lr.nodes = nodes, lr.kp = kp;
+    __atomic_store_n(&lr.go, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&lr.done, __ATOMIC_ACQUIRE)) {
+    }
+    __atomic_store_n(&lr.done, 0, __ATOMIC_RELAXED);
+    *patches = lr.patches, *launch = lr.launch;
+    CK(cudaStreamSynchronize(s));
+}
+
 // The launch after k of a graph's nodes were patched: 32 kernel nodes of 1 KiB of
 // parameters each (cuBLAS's kernels take about that), the first k patched each round (each
 // pointer moved), then the graph launched. state 0: idle; 1: GPU work queued ahead (busy);
 // 2: idle, with `cold_mib` of host memory written before the patches (the caches then hold
-// the host's work, as after a window of Python). Medians of the patches' total and of the
-// launch.
+// the host's work, as after a window of Python); 3: as 2, the patches and launch made by
+// the launcher thread. Medians of the patches' total and of the launch.
 static void measure_k(int k, long long spin_ns, int state, char *cold, size_t cold_bytes,
                       double *patches, double *launch) {
     cudaGraph_t g;
@@ -187,8 +229,12 @@ static void measure_k(int k, long long spin_ns, int state, char *cold, size_t co
     for (int r = 0; r < ROUNDS; r++) {
         for (int i = 0; i < k; i++) kernel_params(&kp[i], &bl[i], args[i], r + 1);
         if (state == 1) spin_kernel<<<1, 1, 0, s>>>(spin_ns);
-        if (state == 2)
+        if (state >= 2)
             for (size_t o = 0; o < cold_bytes; o += 64) cold[o] = (char)r;
+        if (state == 3) {
+            launcher_round(k, ex, nodes, kp, &pt[r], &lt[r]);
+            continue;
+        }
         double t0 = now_us();
         for (int i = 0; i < k; i++) CK(cudaGraphExecKernelNodeSetParams(ex, nodes[i], &kp[i]));
         launch_timed(ex, t0, &pt[r], &lt[r]);
@@ -226,15 +272,20 @@ int main(int argc, char **argv) {
     memset(cold, 1, cold_bytes);
     printf("graphs of %d kernel nodes of 1 KiB parameters, the first k patched, then launched; "
            "cold: %zu MiB of host memory written before the patches\n", NODES, cold_bytes >> 20);
-    printf("  %-28s %8s %8s %8s %8s %8s %8s\n", "k, patches / launch:", "idle", "", "busy", "",
-           "cold", "");
+    printf("  %-28s %8s %8s %8s %8s %8s %8s %8s %8s\n", "k, patches / launch:", "idle", "", "busy",
+           "", "cold", "", "launcher", "");
+    pthread_t th;
+    if (pthread_create(&th, NULL, launcher, NULL)) return 1;
     static const int ks[] = {0, 1, 4, 16, 32};
     for (unsigned j = 0; j < sizeof ks / sizeof ks[0]; j++) {
-        double pt[3], lt[3];
-        for (int st = 0; st < 3; st++) measure_k(ks[j], spin_ns, st, cold, cold_bytes, &pt[st], &lt[st]);
-        printf("  %-28d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", ks[j], pt[0], lt[0], pt[1], lt[1],
-               pt[2], lt[2]);
+        double pt[4], lt[4];
+        for (int st = 0; st < 4; st++) measure_k(ks[j], spin_ns, st, cold, cold_bytes, &pt[st], &lt[st]);
+        printf("  %-28d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", ks[j], pt[0], lt[0], pt[1],
+               lt[1], pt[2], lt[2], pt[3], lt[3]);
     }
+    lr.quit = 1;
+    __atomic_store_n(&lr.go, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
     free(cold);
     return 0;
 }
