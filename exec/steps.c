@@ -175,6 +175,28 @@ static int tcf_steps_decode(tcf_window_t *w, uint32_t i)
     return 1;
 }
 
+int tcf_exec_same_op(tcf_kernel_t *k, const uint8_t *a, const uint8_t *b, uint32_t len,
+                     const uint32_t grid[3], const uint32_t block[3])
+{
+    if (!k || !k->param_known || len != k->param_bytes)
+        return 0;
+    int fs = atomic_load_explicit(&k->fuse_state, memory_order_acquire);
+    if (fs == TCF_FUSE_UNKNOWN) {
+        void *params = k;   /* only its presence counts: the params form */
+        fs = tcf_fuse_decode_kernel(k, NULL, &params);
+    }
+    if (fs != TCF_FUSE_DECODABLE)
+        return 0;
+    tcf_wop_t x, y;   /* each zeroed by its decode */
+    if (k->is_reduce)
+        return tcf_decode_reduce_apply(&k->drk, a, len, grid, block, &x.red) == TCF_DECODE_OK &&
+               tcf_decode_reduce_apply(&k->drk, b, len, grid, block, &y.red) == TCF_DECODE_OK &&
+               !memcmp(&x.red, &y.red, sizeof x.red);
+    return tcf_decode_apply(&k->dk, a, len, grid, block, &x.op) == TCF_DECODE_OK &&
+           tcf_decode_apply(&k->dk, b, len, grid, block, &y.op) == TCF_DECODE_OK &&
+           !memcmp(&x.op, &y.op, sizeof x.op);
+}
+
 /* w's events as the planner's items in sc, every launch decoded; the launches decoded. */
 static uint32_t tcf_steps_items(tcf_window_t *w, tcf_exec_scratch_t *sc)
 {

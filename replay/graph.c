@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/steps.h"
 #include "replay/internal.h"
 
 int tcf_rgraph_api(void)
@@ -303,7 +304,7 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
  * kernel nodes (ns), of memset and copy nodes (ns, how many), the graph's launch (ns); and
  * the nodes it patched, for its key. */
 typedef struct {
-    uint64_t kernel, op, nop, launch;
+    uint64_t kernel, op, nop, launch, unread;
 } tcf_rtimes_t;
 
 static void tcf_rtimes_add(tcf_rplan_t *p, const tcf_rtimes_t *t, uint32_t patched)
@@ -312,6 +313,7 @@ static void tcf_rtimes_add(tcf_rplan_t *p, const tcf_rtimes_t *t, uint32_t patch
     atomic_fetch_add_explicit(&tcf_rctr.patch_op_ns, t->op, memory_order_relaxed);
     atomic_fetch_add_explicit(&tcf_rctr.patched_ops, t->nop, memory_order_relaxed);
     atomic_fetch_add_explicit(&tcf_rctr.launch_ns, t->launch, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcf_rctr.patched_unread, t->unread, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->patch_ns, t->kernel + t->op, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->launch_ns, t->launch, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->patched_nodes, patched, memory_order_relaxed);
@@ -366,8 +368,11 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             failed = 1;
             break;
         }
-        if (timed)
+        if (timed) {
             tm.kernel += tcf_now_ns() - t0;
+            tm.unread += (uint64_t)tcf_exec_same_op(n->k, sh, bytes_of[i], n->sig.pbytes,
+                                                    n->sig.grid, n->sig.block);
+        }
         memcpy(sh, bytes_of[i], n->sig.pbytes);
         (*patched)++;
     }

@@ -424,6 +424,9 @@ typedef struct {
      * (how many), graph launches; to find where a window's time goes (a failed patch's
      * refresh is left in the rest) */
     atomic_ullong patch_kernel_ns, patch_op_ns, patched_ops, launch_ns;
+    /* with stats on, kernel-node patches whose old and new bytes decode to the same op:
+     * they moved only bytes the kernel never reads (what skipping them would save) */
+    atomic_ullong patched_unread;
     atomic_ullong slow_end_cuts;   /* windows cut short before a predicted wait */
     /* full mode's plan-changed windows: planned into another number of steps (or not at
      * all), or a step of another kernel, shape or parameter size; of those, a generated

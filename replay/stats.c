@@ -61,6 +61,10 @@ void tcf_replay_stats_print(void)
                 kern ? (double)L(patch_kernel_ns) / 1e3 / (double)kern : 0.0, po,
                 ops ? (double)L(patch_op_ns) / 1e3 / (double)ops : 0.0, la,
                 (double)L(replay_ns) / us - pk - po - la);
+        if (kern)   /* what patching by decoded op instead of by bytes would save */
+            tcf_out("  unread        %llu of %llu kernel-node patches moved only bytes their "
+                    "kernel never reads (old and new bytes decode to the same op; the check's "
+                    "decodes are in the rest above)", L(patched_unread), kern);
         tcf_rplan_print_costliest(5);
     }
     tcf_out("  as issued     held windows run as issued: %llu left a graph's path, %llu closed "
