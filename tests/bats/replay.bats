@@ -108,6 +108,28 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
         { echo "stub saw $n patches; stats say:"; stats_line "$T/loop.graph.err" patches; return 1; }
 }
 
+@test "graph: the stats tell the patches that moved only bytes a kernel never reads" {
+    # fusechain launches PyTorch's mul, add and tanh by their real names and layouts. With
+    # `noise` over one set of buffers, mul's functor padding (bytes PyTorch leaves as its
+    # stack had them) differs every iteration: its node is patched in each of the 17
+    # replays, and each time the old and new bytes decode to the same op. With two sets,
+    # every node's pointers move: all 51 patches moved bytes the kernels read.
+    local how
+    for how in noise:1 sets:2; do
+        local prog=(fusechain 20 "${how%:*}" "${how#*:}")
+        base "$how.plain" "$PROGS/${prog[0]}" "${prog[@]:1}"
+        TCFUSE_MODE=graph TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 \
+            tcf "$how.graph" "$PROGS/${prog[0]}" "${prog[@]:1}"
+        [ "$status" = 0 ] || { cat "$T/$how.graph.err"; return 1; }
+        same_text "$how: stdout" "$T/$how.plain.out" "$T/$how.graph.out"
+        expect_line "$T/$how.graph.err" 'replay +17 windows run as graphs \(51 launches'
+    done
+    expect_line "$T/noise:1.graph.err" 'patches +nodes patched per replay: 1:17; mean 1.00'
+    expect_line "$T/noise:1.graph.err" 'unread +17 of 17 kernel-node patches moved only bytes their kernel never reads'
+    expect_line "$T/sets:2.graph.err" 'patches +nodes patched per replay: 2-3:17; mean 3.00'
+    expect_line "$T/sets:2.graph.err" 'unread +0 of 51 kernel-node patches'
+}
+
 @test "graph: windows are cut structurally, never by the idle timer" {
     replay_vs_eager idle TCFUSE_REPLAY_SYNC=1 TCFUSE_IDLE_US=1 TCFUSE_TRACE="$T/idle.jsonl" -- loop 8
     ! grep -q '"reason":"idle"' "$T/idle.jsonl"
