@@ -425,7 +425,8 @@ typedef struct {
      * refresh is left in the rest) */
     atomic_ullong patch_kernel_ns, patch_op_ns, patched_ops, launch_ns;
     /* with stats on, kernel-node patches whose old and new bytes decode to the same op:
-     * they moved only bytes the kernel never reads (what skipping them would save) */
+     * they moved only bytes the kernel never reads (what skipping them would save); with
+     * TCFUSE_REPLAY_UNREAD, the nodes so left unpatched */
     atomic_ullong patched_unread;
     atomic_ullong slow_end_cuts;   /* windows cut short before a predicted wait */
     /* full mode's plan-changed windows: planned into another number of steps (or not at

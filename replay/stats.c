@@ -61,7 +61,11 @@ void tcf_replay_stats_print(void)
                 kern ? (double)L(patch_kernel_ns) / 1e3 / (double)kern : 0.0, po,
                 ops ? (double)L(patch_op_ns) / 1e3 / (double)ops : 0.0, la,
                 (double)L(replay_ns) / us - pk - po - la);
-        if (kern)   /* what patching by decoded op instead of by bytes would save */
+        if (tcf_cfg.replay_unread)
+            tcf_out("  unread        %llu kernel nodes left unpatched: their new bytes decoded to "
+                    "the op they held (TCFUSE_REPLAY_UNREAD; the decodes are in the rest above), "
+                    "%llu patched", L(patched_unread), kern);
+        else if (kern)   /* what patching by decoded op instead of by bytes would save */
             tcf_out("  unread        %llu of %llu kernel-node patches moved only bytes their "
                     "kernel never reads (old and new bytes decode to the same op; the check's "
                     "decodes are in the rest above)", L(patched_unread), kern);

@@ -130,6 +130,38 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     expect_line "$T/sets:2.graph.err" 'unread +0 of 51 kernel-node patches'
 }
 
+@test "graph: TCFUSE_REPLAY_UNREAD=1 leaves a node unpatched where only bytes its kernel never reads moved" {
+    # noise over one set: mul's node keeps the padding of the window it was made from, and
+    # runs what eager ran in every byte the kernel reads; the driver is asked for no patch.
+    # Two sets: every pointer moves, every node is patched, the work is eager's byte for byte.
+    local how
+    for how in noise:1 sets:2; do
+        local prog=(fusechain 20 "${how%:*}" "${how#*:}")
+        base "$how.plain" "$PROGS/${prog[0]}" "${prog[@]:1}"
+        TCFUSE_MODE=graph TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_UNREAD=1 \
+            tcf "$how.graph" "$PROGS/${prog[0]}" "${prog[@]:1}"
+        [ "$status" = 0 ] || { cat "$T/$how.graph.err"; return 1; }
+        same_text "$how: stdout" "$T/$how.plain.out" "$T/$how.graph.out"
+        expect_line "$T/$how.graph.err" 'replay +17 windows run as graphs \(51 launches'
+    done
+    expect_line "$T/noise:1.graph.err" 'patches +nodes patched per replay: 0:17; mean 0.00'
+    expect_line "$T/noise:1.graph.err" 'unread +17 kernel nodes left unpatched: their new bytes decoded to the op they held \(TCFUSE_REPLAY_UNREAD; .*\), 0 patched$'
+    ! grep -q 'NodeSetParams' "$T/noise:1.graph.log"
+    # the kernels eager ran, in its order, with mul's functor padding (the 4 bytes before
+    # its scalar) masked: the only bytes that differ
+    local mask='s/^(K [^ ]*MulFunctor[^ ]* ([^ ]+ ){4}[^,]*,)[0-9a-f]{8}/\1xxxxxxxx/'
+    ran "$T/noise:1.plain.log" | sed -E "$mask" >"$T/noise.eager.ran"
+    ran "$T/noise:1.graph.log" | sed -E "$mask" >"$T/noise.graph.ran"
+    grep -q 'MulFunctor.* [^ ]*,xxxxxxxx0000003f,' "$T/noise.graph.ran"
+    same_text "noise: kernels run, padding masked" "$T/noise.eager.ran" "$T/noise.graph.ran"
+    ! ran "$T/noise:1.graph.log" | diff -q - <(ran "$T/noise:1.plain.log") >/dev/null   # it did differ
+    expect_line "$T/sets:2.graph.err" 'patches +nodes patched per replay: 2-3:17; mean 3.00'
+    expect_line "$T/sets:2.graph.err" 'unread +0 kernel nodes left unpatched: .*, 51 patched$'
+    ran "$T/sets:2.plain.log" >"$T/sets.eager.ran"
+    ran "$T/sets:2.graph.log" >"$T/sets.graph.ran"
+    same_text "sets: kernels run" "$T/sets.eager.ran" "$T/sets.graph.ran"
+}
+
 @test "graph: windows are cut structurally, never by the idle timer" {
     replay_vs_eager idle TCFUSE_REPLAY_SYNC=1 TCFUSE_IDLE_US=1 TCFUSE_TRACE="$T/idle.jsonl" -- loop 8
     ! grep -q '"reason":"idle"' "$T/idle.jsonl"
