@@ -409,6 +409,9 @@ extern atomic_int tcf_rholding;
 extern atomic_int tcf_ron;
 
 /* --- counters (stats.c) -------------------------------------------------------------- */
+/* Replays of a key per one whose patches the stats check for unread bytes (a prime: no
+ * alignment with a model's count of layers, whose keys recur once a layer). */
+#define TCF_R_UNREAD_SAMPLE 7
 #define TCF_R_PATCH_BUCKETS 12   /* nodes patched per replay: 0, 1, 2-3, ..., 512+ */
 typedef struct {
     atomic_ullong held, held_frees, held_ops, holds; /* launches, frees, memsets and copies;
@@ -424,10 +427,11 @@ typedef struct {
      * (how many), graph launches; to find where a window's time goes (a failed patch's
      * refresh is left in the rest) */
     atomic_ullong patch_kernel_ns, patch_op_ns, patched_ops, launch_ns;
-    /* with stats on, kernel-node patches whose old and new bytes decode to the same op:
-     * they moved only bytes the kernel never reads (what skipping them would save); with
-     * TCFUSE_REPLAY_UNREAD, the nodes so left unpatched */
-    atomic_ullong patched_unread;
+    /* with stats on, of the kernel-node patches checked (those of one replay of a key in
+     * TCF_R_UNREAD_SAMPLE), those whose old and new bytes decode to the same op: they
+     * moved only bytes the kernel never reads (what skipping them would save); with
+     * TCFUSE_REPLAY_UNREAD, the nodes so left unpatched (all counted, none checked) */
+    atomic_ullong patched_unread, patched_checked;
     atomic_ullong slow_end_cuts;   /* windows cut short before a predicted wait */
     /* full mode's plan-changed windows: planned into another number of steps (or not at
      * all), or a step of another kernel, shape or parameter size; of those, a generated
