@@ -99,6 +99,15 @@ int tcf_exec_steps_rebind(struct tcf_window *w, const tcf_steps_t *was,
  * no fused step of w, or its span is longer than max). w locked. */
 uint32_t tcf_exec_steps_span_items(struct tcf_window *w, const tcf_step_t *t,
                                    tcf_item_t *items, uint32_t max);
+/* Marks in unread[0..len) (1: never read, 0: may be read) the bytes of a launch of k with
+ * parameter bytes p that its kernel never reads: padding between its parameters, and in
+ * the PyTorch kernels fuse mode decodes, a strided loop's functor padding and a ReduceOp's
+ * padding, and their OffsetCalculators' entries past dims (which depend on p's dims: a
+ * mask holds for bytes whose read bytes are p's). Two launches of k with the same grid
+ * and block whose bytes differ only where unread is 1 run the same. Returns how many are
+ * marked: 0 when k's layout is unknown or len is not its size. For verification and
+ * replay. */
+uint32_t tcf_exec_unread(struct tcf_kernel *k, const uint8_t *p, uint32_t len, uint8_t *unread);
 /* Whether two parameter blocks of kernel k, launched with this grid and block, decode to
  * the same op (elementwise or a row reduction, as fuse mode decodes): then they differ only
  * in bytes the kernel never reads, and a node patched from one to the other moved nothing

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "exec/internal.h"
+#include "exec/steps.h"
 
 #define TCF_VERIFY_N 70001u   /* odd, not a multiple of any vector width: tails run too */
 #define TCF_MAX_ADDR (3 * TCF_GROUP_MAX_OPS + 3)   /* + a norm's mean and rstd */
@@ -390,44 +391,17 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
         } else if (o.is_red) {
             from = 0;
         }
-        /* Bytes between parameters are padding the kernel never reads, and hold whatever
-         * the caller's stack held: the strided loop's bytes 4..7, beside N, took the high
-         * half of a pointer on Llama and made word 0 look like an address the driver knew
-         * (verify_unable). Zero them. */
-        uint8_t used[TCF_PARAMS_MAX] = { 0 };
-        for (uint32_t q = 0; q < o.nparams; q++)
-            for (uint32_t b = o.off[q]; b < o.off[q] + o.size[q] && b < o.pbytes; b++)
-                used[b] = 1;
-        for (uint32_t b = 0; b < o.pbytes; b++)
-            if (!used[b])
-                o.params[b] = 0;
-        /* A ReduceOp is one parameter with padding inside it (PYTORCH-REDUCE.md §2.1: an
-         * empty functor's byte and the padding to ident, the 3 bytes after the config's
-         * vectorize_input, the 2 after final_output), never read: zeroed the same way. A
-         * softmax's and a norm's parameters are plain ones (their padding is zeroed above). */
+        /* Bytes the kernel never reads hold whatever the caller's stack held (tcf_exec_unread):
+         * the strided loop's bytes 4..7, beside N, took the high half of a pointer on
+         * Llama and made word 0 look like an address the driver knew (verify_unable); the
+         * unused entries of its OffsetCalculators held old pointers on the hand softmax
+         * and LayerNorm's row groups. Zeroed. */
         int sm = o.is_red && tcf_red_fullrow(o.red.op);
-        if (o.is_red && !sm) {
-            const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
-            if (rk->span == o.pbytes && rk->ident_off < 16 && rk->cfg_off + 60 <= o.pbytes) {
-                if (rk->ops_size == 1)
-                    memset(o.params, 0, rk->ident_off);
-                memset(o.params + rk->cfg_off + 57, 0, 3);
-                memset(o.params + o.pbytes - 6, 0, 2);
-            }
-        }
-        /* The unused entries of its OffsetCalculators (a strided loop's, a ReduceOp's input
-         * and output calculators) are stack garbage, old pointers among them: seen on the
-         * hand softmax and LayerNorm's row groups as verify_unable. Zeroed too. */
-        if (o.is_red && !sm) {
-            const tcf_decode_reduce_kernel_t *rk = &tcf_kernel_get(o.f)->drk;
-            if (rk->span == o.pbytes) {
-                tcf_decode_offset_calc_clear(o.params + rk->icalc_off, o.pbytes - rk->icalc_off, 1);
-                tcf_decode_offset_calc_clear(o.params + rk->ocalc_off, o.pbytes - rk->ocalc_off, 2);
-            }
-        } else if (from) {
-            tcf_decode_offset_calc_clear(o.params + 8, o.pbytes - 8, 1u + o.op.nin);
-            tcf_decode_functor_clear(&tcf_kernel_get(o.f)->dk, o.params, o.pbytes);
-        }
+        static _Thread_local uint8_t unread[TCF_PARAMS_MAX];
+        if (tcf_exec_unread(tcf_kernel_get(o.f), o.params, o.pbytes, unread))
+            for (uint32_t b = 0; b < o.pbytes; b++)
+                if (unread[b])
+                    o.params[b] = 0;
         /* A cat's pointers sit in its metadata, the inputs' at their real first element
          * (the op holds its views' bases, shifted back along the cat dim): rewritten
          * whole, with the smaller problem's sizes, below. */

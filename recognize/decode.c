@@ -507,26 +507,29 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
     return TCF_DECODE_OK;
 }
 
-int tcf_decode_offset_calc_clear(uint8_t *oc, uint32_t len, unsigned nt)
+int tcf_decode_offset_calc_unread(const uint8_t *oc, uint32_t len, unsigned nt, uint8_t *unread)
 {
-    if (!oc || !nt || nt > 8 || len < 304 + 100 * nt)
+    if (!oc || !unread || !nt || nt > 8 || len < 304 + 100 * nt)
         return -1;
     int32_t dims = (int32_t)tcf_decode_rd(oc, 4);
     if (dims < 0 || dims > 25)
         return -1;
-    memset(oc + 4 + 12 * dims, 0, 12u * (25u - (unsigned)dims));
-    memset(oc + 304 + 4 * nt * (unsigned)dims, 0, 4u * nt * (25u - (unsigned)dims));
+    memset(unread + 4 + 12 * dims, 1, 12u * (25u - (unsigned)dims));
+    memset(unread + 304 + 4 * nt * (unsigned)dims, 1, 4u * nt * (25u - (unsigned)dims));
     return 0;
 }
 
-int tcf_decode_functor_clear(const tcf_decode_kernel_t *dk, uint8_t *p, uint32_t len)
+int tcf_decode_functor_unread(const tcf_decode_kernel_t *dk, uint32_t len, uint8_t *unread)
 {
-    if (!dk || !dk->rule || !p || (dk->loop != TCF_LOOP_STRIDED && dk->loop != TCF_LOOP_STRIDED_CAST) ||
-        dk->span < 16 || dk->span > len || dk->foff >= dk->span - 8)
+    if (!dk || !dk->rule || !unread || !dk->loop || dk->loop == TCF_LOOP_CAT || dk->span > len)
+        return -1;
+    int strided = dk->loop == TCF_LOOP_STRIDED || dk->loop == TCF_LOOP_STRIDED_CAST;
+    uint32_t end = strided ? (uint32_t)dk->span - 8   /* nvcc's closure pointer: kept */
+                           : dk->doff;                /* data[] (param 2) after the functor */
+    if ((strided && dk->span < 16) || dk->foff >= end)
         return -1;
     const tcf_decode_rule_t *r = dk->rule;
-    uint32_t end = (uint32_t)dk->span - 8;   /* nvcc's closure pointer: kept */
-    uint32_t nt = (dk->foff - dk->doff) / 8;  /* the data pointers before the functor */
+    uint32_t nt = strided ? (dk->foff - dk->doff) / 8 : 0;   /* the data pointers before it */
     for (uint32_t b = dk->foff; b < end; b++) {
         uint32_t at = b - dk->foff;
         int keep = r->moff >= 0 && at >= (uint32_t)r->moff && at < (uint32_t)r->moff + 4;
@@ -535,7 +538,7 @@ int tcf_decode_functor_clear(const tcf_decode_kernel_t *dk, uint8_t *p, uint32_t
         if (dk->loop == TCF_LOOP_STRIDED_CAST)   /* the dtypes[] after the functor */
             keep |= b >= dk->loff && b < dk->loff + nt;
         if (!keep)
-            p[b] = 0;
+            unread[b] = 1;
     }
     return 0;
 }

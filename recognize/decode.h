@@ -100,15 +100,18 @@ tcf_decode_status_t tcf_decode_apply(const tcf_decode_kernel_t *dk, const uint8_
 /* PyTorch's OffsetCalculator<nt> at oc (int dims; IntDivider sizes[25]; uint32 strides[25][nt]:
  * 304 + 100 nt bytes, len of them readable) sets only its first dims entries: the rest hold
  * whatever the host's stack held, old pointers among them, and are never read (its loop
- * stops at dims). Zeroes them in a copy of the bytes, so that a check for stray pointers
- * sees none there (exec/verify.c). 0, or -1 when dims is not 0..25 or len is short. */
-int tcf_decode_offset_calc_clear(uint8_t *oc, uint32_t len, unsigned nt);
+ * stops at dims). Sets unread[b] to 1 for each of their bytes b (unread indexed as oc; the
+ * rest of it untouched), for exec's tcf_exec_unread. 0, or -1 when dims is not 0..25 or
+ * len is short. */
+int tcf_decode_offset_calc_unread(const uint8_t *oc, uint32_t len, unsigned nt, uint8_t *unread);
 /* A strided loop's closure holds its functor after data[] (and, casting, dtypes[]), then
- * nvcc's closure pointer: an empty functor's byte and the padding around the members the
- * kernel reads are the caller's stack, old pointers' bytes among them. Zeroes them in a
- * copy of a launch's bytes for exec/verify.c's stray-pointer check, keeping the rule's
- * member, scalars and dtypes. 0, or -1 when dk is no strided loop or len is short. */
-int tcf_decode_functor_clear(const tcf_decode_kernel_t *dk, uint8_t *p, uint32_t len);
+ * nvcc's closure pointer; the other loops take the functor as parameter 1, before data[].
+ * An empty functor's bytes (a struct's one, a lambda closure's 1 or 8) and the padding
+ * around the members the kernel reads are the caller's stack, old pointers' bytes among
+ * them. Sets unread[b] to 1 for each of them (b from the launch's first parameter byte;
+ * the rule's member, scalars and dtypes, and the closure pointer, left as they are). 0,
+ * or -1 when dk is not an elementwise loop (a cat) or len is short. */
+int tcf_decode_functor_unread(const tcf_decode_kernel_t *dk, uint32_t len, uint8_t *unread);
 /* --- cat (decode_cat.c) ---------------------------------------------------------------
  * Shape.cu's CatArrayBatchedCopy kernels: what tcf_decode_kernel and tcf_decode_apply do
  * for a name of that family (they call these); dk->loop is TCF_LOOP_CAT. */

@@ -656,3 +656,19 @@ void tcf_decode_reduce_describe(const tcf_reduce_t *r, char *buf, size_t len)
         TCF_APPEND_(" %u:(%u,%u)", r->osize[d], r->ostride[d][0], r->ostride[d][1]);
 #undef TCF_APPEND_
 }
+
+int tcf_decode_reduce_unread(const tcf_decode_reduce_kernel_t *rk, const uint8_t *p, uint32_t len,
+                             uint8_t *unread)
+{
+    if (!rk || !rk->op || tcf_red_fullrow(rk->op) || !p || !unread || rk->span != len)
+        return -1;
+    if (rk->ident_off < 16 && rk->cfg_off + 60 <= len) {
+        if (rk->ops_size == 1)
+            memset(unread, 1, rk->ident_off);   /* the empty functor and the padding to ident */
+        memset(unread + rk->cfg_off + 57, 1, 3);   /* after the config's vectorize_input */
+        memset(unread + len - 6, 1, 2);            /* after final_output */
+    }
+    tcf_decode_offset_calc_unread(p + rk->icalc_off, len - rk->icalc_off, 1, unread + rk->icalc_off);
+    tcf_decode_offset_calc_unread(p + rk->ocalc_off, len - rk->ocalc_off, 2, unread + rk->ocalc_off);
+    return 0;
+}

@@ -53,6 +53,15 @@ tcf_decode_status_t tcf_decode_reduce_apply(const tcf_decode_reduce_kernel_t *rk
 int tcf_decode_fullrow_resize(const tcf_decode_reduce_kernel_t *rk, uint8_t *params,
                               uint32_t params_len, uint32_t rows, uint32_t grid[3]);
 
+/* The bytes of a reduce_kernel's ReduceOp (len of them at p, rk->span) that the kernel
+ * never reads (docs/PYTORCH-REDUCE.md §2.1): an empty functor's byte and the padding to
+ * ident, the 3 bytes after the config's vectorize_input, the 2 after final_output, and its
+ * input and output calculators' entries past their dims (decode.h's
+ * tcf_decode_offset_calc_unread). Sets unread[b] to 1 for each; the rest untouched. 0, or
+ * -1 for a softmax or a norm (plain parameters: no padding inside one) or another length. */
+int tcf_decode_reduce_unread(const tcf_decode_reduce_kernel_t *rk, const uint8_t *p, uint32_t len,
+                             uint8_t *unread);
+
 /* Both halves. */
 tcf_decode_status_t tcf_decode_reduce(const tcf_decode_launch_t *l, tcf_reduce_t *r);
 

@@ -506,6 +506,47 @@ TEST(halves_agree_with_the_whole)
     CHECK_EQ_INT(tcf_decode_kernel(NULL, &none), TCF_DECODE_BAD_ARGS);
 }
 
+/* The functor bytes marked never read (an empty functor's, padding around a member or a
+ * scalar) are bytes decoding ignores: overwritten, every recorded contiguous launch
+ * decodes to the same op; a scalar's bytes are never marked. */
+TEST(functor_unread_bytes_change_nothing)
+{
+    size_t n = 0, marked = 0;
+    for (size_t k = 0; k < nrec; k++) {
+        const rec_t *r = &recs[k];
+        tcf_decode_launch_t l = launch_of(r);
+        tcf_decode_kernel_t dk;
+        tcf_op_t op, op2;
+        if (!is_contig_elementwise(r->name) || tcf_decode_kernel(&l, &dk) != TCF_DECODE_OK ||
+            tcf_decode_launch(&l, &op) != TCF_DECODE_OK)
+            continue;
+        uint8_t mark[256] = { 0 }, b[256];
+        if (!CHECK(r->len <= sizeof b) ||
+            !CHECK_EQ_INT(tcf_decode_functor_unread(&dk, r->len, mark), 0))
+            continue;
+        memcpy(b, r->bytes, r->len);
+        for (uint32_t i = 0; i < r->len; i++) {
+            if (!mark[i])
+                continue;
+            CHECK(i >= dk.foff && i < dk.doff);
+            b[i] ^= 0xa5;
+            marked++;
+        }
+        for (unsigned i = 0; i < op.nscalar; i++)
+            for (uint32_t q = 0; q < dk.ssz[i]; q++)
+                CHECK(!mark[dk.foff + dk.soff[i] + q]);
+        l.params = b;
+        if (CHECK_EQ_INT(tcf_decode_launch(&l, &op2), TCF_DECODE_OK))
+            CHECK(!memcmp(&op, &op2, sizeof op));
+        n++;
+    }
+    CHECK(n >= 100 && marked > 0);
+    printf("  functor bytes never read: %zu bytes over %zu contiguous launches\n", marked, n);
+    tcf_decode_kernel_t none = { 0 };
+    uint8_t m[8];
+    CHECK_EQ_INT(tcf_decode_functor_unread(&none, sizeof m, m), -1);
+}
+
 static int sin_cos(const char *name)
 {
     return strstr(name, "15sin_kernel_cuda") || strstr(name, "15cos_kernel_cuda");
@@ -640,6 +681,7 @@ int main(int argc, char **argv)
     verbose = argc > 1 && !strcmp(argv[1], "-v");
     load();
     RUN(part1_recorded_float_ops);
+    RUN(functor_unread_bytes_change_nothing);
     RUN(part2_probe_ops_in_three_dtypes);
     RUN(refusals_name_the_reason);
     RUN(strided_loop_decodes_or_is_truncated);

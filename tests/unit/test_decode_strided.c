@@ -29,6 +29,14 @@ static tcf_decode_status_t dec(const launch_t *x, const uint8_t *params, const u
     return tcf_decode_launch(&d, op);
 }
 
+/* What verification does with the bytes a kernel never reads: zeroed, in a copy. */
+static void zero_marked(uint8_t *p, const uint8_t *mark, uint32_t len)
+{
+    for (uint32_t b = 0; b < len; b++)
+        if (mark[b])
+            p[b] = 0;
+}
+
 static uint64_t extent(const tcf_op_t *op, unsigned k)   /* bytes an operand's offsets span */
 {
     uint64_t e = 1;
@@ -226,8 +234,9 @@ TEST(resize_for_verification)
     CHECK(cut >= 100);
 }
 
-/* The entries of an OffsetCalculator past dims are garbage PyTorch never reads: cleared in
- * a copy, the launch decodes the same, and every byte but those entries is kept. */
+/* The entries of an OffsetCalculator past dims are garbage PyTorch never reads: marked,
+ * and cleared in a copy, the launch decodes the same, and every byte but those entries is
+ * kept. */
 TEST(offset_calc_unused_entries_cleared)
 {
     size_t n = 0, dirty = 0;
@@ -238,7 +247,9 @@ TEST(offset_calc_unused_entries_cleared)
         unsigned nt = 1u + op.nin, dims = op.it.ndim;
         uint8_t *p = malloc(ls[i].len);
         memcpy(p, ls[i].params, ls[i].len);
-        CHECK_EQ_INT(tcf_decode_offset_calc_clear(p + 8, ls[i].len - 8, nt), 0);
+        uint8_t *mark = calloc(ls[i].len, 1);
+        CHECK_EQ_INT(tcf_decode_offset_calc_unread(p + 8, ls[i].len - 8, nt, mark + 8), 0);
+        zero_marked(p, mark, ls[i].len);
         if (CHECK_EQ_INT(dec(&ls[i], p, ls[i].grid, &op2), TCF_DECODE_OK))
             CHECK(!memcmp(&op, &op2, sizeof op));
         int changed = 0;
@@ -256,26 +267,34 @@ TEST(offset_calc_unused_entries_cleared)
         }
         dirty += changed;
         n++;
-        free(p);
+        free(p), free(mark);
     }
     CHECK(n >= 100);
     printf("  offset calculators cleared: %zu launches, %zu with garbage past dims\n", n, dirty);
-    uint8_t oc[604] = { 0 };
+    uint8_t oc[604] = { 0 }, mark[604] = { 0 };
     int32_t dims = -1;
     memcpy(oc, &dims, 4);
-    CHECK_EQ_INT(tcf_decode_offset_calc_clear(oc, sizeof oc, 3), -1);
+    CHECK_EQ_INT(tcf_decode_offset_calc_unread(oc, sizeof oc, 3, mark), -1);
     dims = 26;
     memcpy(oc, &dims, 4);
-    CHECK_EQ_INT(tcf_decode_offset_calc_clear(oc, sizeof oc, 3), -1);
+    CHECK_EQ_INT(tcf_decode_offset_calc_unread(oc, sizeof oc, 3, mark), -1);
     dims = 2;
     memcpy(oc, &dims, 4);
-    CHECK_EQ_INT(tcf_decode_offset_calc_clear(oc, sizeof oc - 1, 3), -1);
-    CHECK_EQ_INT(tcf_decode_offset_calc_clear(oc, sizeof oc, 3), 0);
+    CHECK_EQ_INT(tcf_decode_offset_calc_unread(oc, sizeof oc - 1, 3, mark), -1);
+    CHECK_EQ_INT(tcf_decode_offset_calc_unread(oc, sizeof oc, 3, NULL), -1);
+    CHECK_EQ_INT(tcf_decode_offset_calc_unread(oc, sizeof oc, 3, mark), 0);
+    /* dims 2 of 25, 3 operands: the dividers of 23 dims and the strides of 23 x 3 */
+    size_t marked = 0;
+    for (size_t b = 0; b < sizeof mark; b++)
+        marked += mark[b];
+    CHECK_EQ_INT((long long)marked, 23 * 12 + 23 * 3 * 4);
+    CHECK(!mark[0] && !mark[4 + 12 * 2 - 1] && mark[4 + 12 * 2] && !mark[304 + 4 * 3 * 2 - 1] &&
+          mark[304 + 4 * 3 * 2]);
 }
 
 /* The closure's functor bytes the kernel never reads (an empty functor's byte, padding
- * around members and scalars, after the cast loop's dtypes) are zeroed for verification's
- * stray-pointer check; the op decoded from the cleared bytes is the same, and only bytes
+ * around members and scalars, after the cast loop's dtypes) are marked, and zeroed for
+ * verification's stray-pointer check; the op decoded from the cleared bytes is the same, and only bytes
  * between data[] and nvcc's closure pointer change. */
 TEST(functor_padding_cleared)
 {
@@ -291,7 +310,9 @@ TEST(functor_padding_cleared)
             continue;
         uint8_t *p = malloc(ls[i].len);
         memcpy(p, ls[i].params, ls[i].len);
-        CHECK_EQ_INT(tcf_decode_functor_clear(&dk, p, ls[i].len), 0);
+        uint8_t *mark = calloc(ls[i].len, 1);
+        CHECK_EQ_INT(tcf_decode_functor_unread(&dk, ls[i].len, mark), 0);
+        zero_marked(p, mark, ls[i].len);
         if (CHECK_EQ_INT(dec(&ls[i], p, ls[i].grid, &op2), TCF_DECODE_OK))
             CHECK(!memcmp(&op, &op2, sizeof op));
         int changed = 0;
@@ -302,14 +323,14 @@ TEST(functor_padding_cleared)
             }
         dirty += changed;
         n++;
-        free(p);
-        CHECK_EQ_INT(tcf_decode_functor_clear(&dk, ls[i].params, (uint32_t)dk.span - 1), -1);
+        CHECK_EQ_INT(tcf_decode_functor_unread(&dk, (uint32_t)dk.span - 1, mark), -1);
+        free(p), free(mark);
     }
     CHECK(n >= 100);
     printf("  functors cleared: %zu launches, %zu with stack bytes there\n", n, dirty);
     tcf_decode_kernel_t none = { 0 };
     uint8_t b[8] = { 0 };
-    CHECK_EQ_INT(tcf_decode_functor_clear(&none, b, sizeof b), -1);
+    CHECK_EQ_INT(tcf_decode_functor_unread(&none, sizeof b, b), -1);
 }
 
 int main(void)
