@@ -181,17 +181,6 @@ static int tcf_steps_decode(tcf_window_t *w, uint32_t i)
     return e->dec != 0;
 }
 
-int tcf_exec_same_op(tcf_kernel_t *k, const uint8_t *a, const uint8_t *b, uint32_t len,
-                     const uint32_t grid[3], const uint32_t block[3])
-{
-    tcf_wop_t x, y;   /* each zeroed by its decode */
-    int d = tcf_steps_decode_bytes(k, a, len, grid, block, &x);
-    if (!d || tcf_steps_decode_bytes(k, b, len, grid, block, &y) != d)
-        return 0;
-    return d == TCF_DEC_REDUCE ? !memcmp(&x.red, &y.red, sizeof x.red)
-                               : !memcmp(&x.op, &y.op, sizeof x.op);
-}
-
 /* w's events as the planner's items in sc, every launch decoded; the launches decoded. */
 static uint32_t tcf_steps_items(tcf_window_t *w, tcf_exec_scratch_t *sc)
 {

@@ -108,13 +108,6 @@ uint32_t tcf_exec_steps_span_items(struct tcf_window *w, const tcf_step_t *t,
  * marked: 0 when k's layout is unknown or len is not its size. For verification and
  * replay. */
 uint32_t tcf_exec_unread(struct tcf_kernel *k, const uint8_t *p, uint32_t len, uint8_t *unread);
-/* Whether two parameter blocks of kernel k, launched with this grid and block, decode to
- * the same op (elementwise or a row reduction, as fuse mode decodes): then they differ only
- * in bytes the kernel never reads, and a node patched from one to the other moved nothing
- * it uses. 0 when either does not decode (k not PyTorch's, or not decodable). For replay's
- * stats (replay/graph.c). */
-int tcf_exec_same_op(struct tcf_kernel *k, const uint8_t *a, const uint8_t *b, uint32_t len,
-                     const uint32_t grid[3], const uint32_t block[3]);
 /* The kernel table's epoch: it moves whenever a generated kernel is made, becomes ready
  * or unusable, or is evicted. A plan that was not final may be final once it has moved. */
 uint64_t tcf_exec_steps_epoch(void);

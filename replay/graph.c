@@ -249,8 +249,11 @@ static int tcf_rgraph_refresh(tcf_rplan_t *p, uint8_t *const *bytes_of, int *rea
         atomic_fetch_add(&tcf_rctr.reinstantiated, 1);
     }
     free(nodes);
-    for (uint32_t i = 0; i < p->n; i++)
+    for (uint32_t i = 0; i < p->n; i++) {
         memcpy(p->shadow + p->nodes[i].soff, bytes_of[i], p->nodes[i].sig.pbytes);
+        if (p->nodes[i].unread == TCF_RU_KNOWN)
+            p->nodes[i].unread = TCF_RU_UNKNOWN;
+    }
     return 0;
 }
 
@@ -300,11 +303,48 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
     return rc;
 }
 
+/* Whether the new bytes b of node n differ from its shadow only in bytes its kernel never
+ * reads (exec's tcf_exec_unread, from the shadow's bytes: the mask holds while the bytes
+ * read stay the shadow's, and is made again after a patch). The mask is made at the
+ * first need, as bits beside the shadow. */
+static int tcf_rnode_unread_only(tcf_rplan_t *p, tcf_rnode_t *n, const uint8_t *b)
+{
+    if (!n->k || n->unread == TCF_RU_NONE)
+        return 0;
+    const uint8_t *sh = p->shadow + n->soff;
+    if (n->unread == TCF_RU_UNKNOWN) {
+        static _Thread_local uint8_t mark[4096];   /* past a decodable kernel's 3440 */
+        if (!p->unread && !(p->unread = tcf_calloc(p->shadow_len / 8 + 1, 1)))
+            return 0;
+        if (n->sig.pbytes > sizeof mark || !tcf_exec_unread(n->k, sh, n->sig.pbytes, mark)) {
+            n->unread = TCF_RU_NONE;
+            return 0;
+        }
+        uint8_t *bits = p->unread + n->soff / 8;
+        memset(bits, 0, (n->sig.pbytes + 7) / 8);
+        for (uint32_t i = 0; i < n->sig.pbytes; i++)
+            bits[i / 8] |= (uint8_t)(mark[i] << (i % 8));
+        n->unread = TCF_RU_KNOWN;
+    }
+    const uint8_t *bits = p->unread + n->soff / 8;
+    for (uint32_t w = 0; w < n->sig.pbytes; w += 8) {
+        uint64_t x = 0, y = 0;
+        uint32_t m = n->sig.pbytes - w < 8 ? n->sig.pbytes - w : 8;
+        memcpy(&x, sh + w, m), memcpy(&y, b + w, m);
+        if (x == y)
+            continue;
+        for (uint32_t i = 0; i < m; i++, x >>= 8, y >>= 8)
+            if ((uint8_t)x != (uint8_t)y && !(bits[w / 8] >> i & 1))
+                return 0;   /* a byte it may read moved */
+    }
+    return 1;
+}
+
 /* With stats on, a replay's driver time, summed over its calls and added once: patches of
  * kernel nodes (ns), of memset and copy nodes (ns, how many), the graph's launch (ns); and
  * the nodes it patched, for its key. */
 typedef struct {
-    uint64_t kernel, op, nop, launch, unread, checked;
+    uint64_t kernel, op, nop, launch, unread;
 } tcf_rtimes_t;
 
 static void tcf_rtimes_add(tcf_rplan_t *p, const tcf_rtimes_t *t, uint32_t patched)
@@ -314,7 +354,6 @@ static void tcf_rtimes_add(tcf_rplan_t *p, const tcf_rtimes_t *t, uint32_t patch
     atomic_fetch_add_explicit(&tcf_rctr.patched_ops, t->nop, memory_order_relaxed);
     atomic_fetch_add_explicit(&tcf_rctr.launch_ns, t->launch, memory_order_relaxed);
     atomic_fetch_add_explicit(&tcf_rctr.patched_unread, t->unread, memory_order_relaxed);
-    atomic_fetch_add_explicit(&tcf_rctr.patched_checked, t->checked, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->patch_ns, t->kernel + t->op, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->launch_ns, t->launch, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->patched_nodes, patched, memory_order_relaxed);
@@ -328,10 +367,6 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
     void *ex[5];
     size_t exsize;
     int failed = 0, timed = tcf_cfg.stats;
-    /* The stats' check of which patches moved only unread bytes decodes two blocks a
-     * patched node: done on one replay of a key in TCF_R_UNREAD_SAMPLE, so that a run with
-     * stats on costs about what one without does. */
-    int sample = timed && !tcf_cfg.replay_unread && p->replays % TCF_R_UNREAD_SAMPLE == 0;
     tcf_rtimes_t tm = { 0 };
     for (uint32_t i = 0; i < p->n; i++) {
         tcf_rnode_t *n = &p->nodes[i];
@@ -359,12 +394,10 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             (*patched)++;
             continue;
         }
-        /* A PyTorch kernel's node whose new bytes decode to the op its bytes decode to
-         * computes the same: left unpatched (TCFUSE_REPLAY_UNREAD). The shadow takes the
-         * new bytes all the same (same op, so still the node's), and a window that repeats
-         * them is not decoded again. */
-        if (tcf_cfg.replay_unread && tcf_exec_same_op(n->k, sh, bytes_of[i], n->sig.pbytes,
-                                                      n->sig.grid, n->sig.block)) {
+        /* Only bytes its kernel never reads moved: the node runs the same unpatched
+         * (TCFUSE_REPLAY_UNREAD). The shadow takes the new bytes all the same (the bytes
+         * read are the node's), so that a window that repeats them compares equal. */
+        if (tcf_cfg.replay_unread && tcf_rnode_unread_only(p, n, bytes_of[i])) {
             memcpy(sh, bytes_of[i], n->sig.pbytes);
             tm.unread++;
             continue;
@@ -383,15 +416,11 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             failed = 1;
             break;
         }
-        if (timed) {
+        if (timed)
             tm.kernel += tcf_now_ns() - t0;
-            if (sample) {   /* what TCFUSE_REPLAY_UNREAD=1 would have skipped */
-                tm.checked++;
-                tm.unread += (uint64_t)tcf_exec_same_op(n->k, sh, bytes_of[i], n->sig.pbytes,
-                                                        n->sig.grid, n->sig.block);
-            }
-        }
         memcpy(sh, bytes_of[i], n->sig.pbytes);
+        if (n->unread == TCF_RU_KNOWN)   /* its dims may have moved: made again at the need */
+            n->unread = TCF_RU_UNKNOWN;
         (*patched)++;
     }
     tcf_pp_free(&b);

@@ -142,11 +142,16 @@ typedef struct {
     tcf_kernel_t      *k;              /* for the parameter layout; NULL for a memset or copy,
                                         * and for a generated kernel (full mode: one
                                         * parameter, sig.pbytes of it) */
-    uint32_t           soff;           /* in shadow */
+    uint32_t           soff;           /* in shadow, and in bits in the plan's unread */
+    uint8_t            unread;         /* TCF_RU_*: whether its bits in unread are known */
     uint32_t           nattr;
     CUlaunchAttribute *attr;           /* nattr of them, applied once, at build */
     CUgraphNode        node;
 } tcf_rnode_t;
+
+/* A node's bits in its plan's unread: not known yet (none made, or its shadow's read
+ * bytes changed since), known, or its kernel's layout says nothing (every byte read). */
+enum { TCF_RU_UNKNOWN = 0, TCF_RU_KNOWN, TCF_RU_NONE };
 
 typedef struct tcf_rplan {
     uint64_t          key, seed;
@@ -162,6 +167,8 @@ typedef struct tcf_rplan {
     tcf_rnode_t      *nodes;
     uint8_t          *shadow;          /* each node's parameter bytes at its last replay */
     uint32_t          shadow_len;
+    uint8_t          *unread;          /* a bit per shadow byte: its kernel never reads it
+                                        * (TCFUSE_REPLAY_UNREAD; made at the first need) */
     CUgraph           graph;           /* the one exec was instantiated from */
     CUgraphExec       exec;
     uint64_t          mem;             /* device memory held, estimated */
@@ -409,9 +416,6 @@ extern atomic_int tcf_rholding;
 extern atomic_int tcf_ron;
 
 /* --- counters (stats.c) -------------------------------------------------------------- */
-/* Replays of a key per one whose patches the stats check for unread bytes (a prime: no
- * alignment with a model's count of layers, whose keys recur once a layer). */
-#define TCF_R_UNREAD_SAMPLE 7
 #define TCF_R_PATCH_BUCKETS 12   /* nodes patched per replay: 0, 1, 2-3, ..., 512+ */
 typedef struct {
     atomic_ullong held, held_frees, held_ops, holds; /* launches, frees, memsets and copies;
@@ -427,11 +431,9 @@ typedef struct {
      * (how many), graph launches; to find where a window's time goes (a failed patch's
      * refresh is left in the rest) */
     atomic_ullong patch_kernel_ns, patch_op_ns, patched_ops, launch_ns;
-    /* with stats on, of the kernel-node patches checked (those of one replay of a key in
-     * TCF_R_UNREAD_SAMPLE), those whose old and new bytes decode to the same op: they
-     * moved only bytes the kernel never reads (what skipping them would save); with
-     * TCFUSE_REPLAY_UNREAD, the nodes so left unpatched (all counted, none checked) */
-    atomic_ullong patched_unread, patched_checked;
+    /* with stats on and TCFUSE_REPLAY_UNREAD, kernel nodes left unpatched: only bytes their
+     * kernel never reads had changed */
+    atomic_ullong patched_unread;
     atomic_ullong slow_end_cuts;   /* windows cut short before a predicted wait */
     /* full mode's plan-changed windows: planned into another number of steps (or not at
      * all), or a step of another kernel, shape or parameter size; of those, a generated

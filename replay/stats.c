@@ -62,14 +62,9 @@ void tcf_replay_stats_print(void)
                 ops ? (double)L(patch_op_ns) / 1e3 / (double)ops : 0.0, la,
                 (double)L(replay_ns) / us - pk - po - la);
         if (tcf_cfg.replay_unread)
-            tcf_out("  unread        %llu kernel nodes left unpatched: their new bytes decoded to "
-                    "the op they held (TCFUSE_REPLAY_UNREAD; the decodes are in the rest above), "
-                    "%llu patched", L(patched_unread), kern);
-        else if (L(patched_checked))   /* what patching by decoded op would save */
-            tcf_out("  unread        %llu of %llu kernel-node patches checked (those of one "
-                    "replay of a key in %d) moved only bytes their kernel never reads (old and "
-                    "new bytes decode to the same op: TCFUSE_REPLAY_UNREAD=1 would skip them)",
-                    L(patched_unread), L(patched_checked), TCF_R_UNREAD_SAMPLE);
+            tcf_out("  unread        %llu kernel nodes left unpatched: only bytes their kernel "
+                    "never reads had changed (TCFUSE_REPLAY_UNREAD), %llu patched",
+                    L(patched_unread), kern);
         tcf_rplan_print_costliest(5);
     }
     tcf_out("  as issued     held windows run as issued: %llu left a graph's path, %llu closed "

@@ -85,11 +85,9 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     expect_line "$T/memset.graph.err" 'launch cost +the [1-5] keys held whose graph launches took longest:$'
     expect_line "$T/memset.graph.err" '^tcfuse: +key [0-9a-f]{16}: [1-9][0-9]* replays of 14 nodes \(other 12, memset 1, copy 1; 192 B of kernel parameters\): [0-9.]+ us launching, [0-9.]+ us patching [0-9.]+ nodes a replay$'
     expect_line "$T/loop.graph.err" '^tcfuse: +key [0-9a-f]{16}: 5 replays of 32 nodes \(other 32; 512 B of kernel parameters\): [0-9.]+ us launching, [0-9.]+ us patching 24.0 nodes a replay$'
-    # of the loop's kernel-node patches checked (each key's first replay of 5, one in 7:
-    # 24 and 6 patches), none moved only bytes a kernel never reads:
-    # the stand-in's kernels are not PyTorch's, so none decodes (test_decode_iters checks
-    # the decision on recorded launches)
-    expect_line "$T/loop.graph.err" 'unread +0 of 30 kernel-node patches checked \(those of one replay of a key in 7\) moved only bytes their kernel never reads'
+    # none of the loop's patches moved only bytes a kernel never reads: its scalars and
+    # pointers move, and its kernels, not PyTorch's, have no padding between parameters
+    expect_line "$T/loop.graph.err" 'unread +0 kernel nodes left unpatched: only bytes their kernel never reads had changed \(TCFUSE_REPLAY_UNREAD\), [1-9][0-9]* patched$'
     # the same in the background (the iteration that replays first depends on the worker)
     replay_vs_eager loop-bg -- loop 40
     replay_vs_eager switch-bg -- switch 40
@@ -109,45 +107,27 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
         { echo "stub saw $n patches; stats say:"; stats_line "$T/loop.graph.err" patches; return 1; }
 }
 
-@test "graph: the stats tell the patches that moved only bytes a kernel never reads" {
+@test "graph: a node is left unpatched where only bytes its kernel never reads moved" {
     # fusechain launches PyTorch's mul, add and tanh by their real names and layouts. With
     # `noise` over one set of buffers, mul's functor padding (bytes PyTorch leaves as its
-    # stack had them) differs every iteration: its node is patched in each of the 17
-    # replays, and in the 3 replays checked (one in 7: the 1st, 8th and 15th) the old and
-    # new bytes decode to the same op. With two sets, every node's pointers move: the 9
-    # patches checked moved bytes the kernels read.
+    # stack had them) differs every iteration: by default its node keeps the padding of the
+    # window it was made from, runs what eager ran in every byte the kernel reads, and the
+    # driver is asked for no patch; with TCFUSE_REPLAY_UNREAD=0 it is patched in each of
+    # the 17 replays. Two sets: every pointer moves, every node is patched, the work is
+    # eager's byte for byte.
     local how
-    for how in noise:1 sets:2; do
-        local prog=(fusechain 20 "${how%:*}" "${how#*:}")
+    for how in noise:1 sets:2 noise:1:0; do
+        IFS=: read -r what sets unread <<<"$how"
+        local prog=(fusechain 20 "$what" "$sets")
         base "$how.plain" "$PROGS/${prog[0]}" "${prog[@]:1}"
-        TCFUSE_MODE=graph TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 \
-            tcf "$how.graph" "$PROGS/${prog[0]}" "${prog[@]:1}"
-        [ "$status" = 0 ] || { cat "$T/$how.graph.err"; return 1; }
-        same_text "$how: stdout" "$T/$how.plain.out" "$T/$how.graph.out"
-        expect_line "$T/$how.graph.err" 'replay +17 windows run as graphs \(51 launches'
-    done
-    expect_line "$T/noise:1.graph.err" 'patches +nodes patched per replay: 1:17; mean 1.00'
-    expect_line "$T/noise:1.graph.err" 'unread +3 of 3 kernel-node patches checked .* moved only bytes their kernel never reads'
-    expect_line "$T/sets:2.graph.err" 'patches +nodes patched per replay: 2-3:17; mean 3.00'
-    expect_line "$T/sets:2.graph.err" 'unread +0 of 9 kernel-node patches checked'
-}
-
-@test "graph: TCFUSE_REPLAY_UNREAD=1 leaves a node unpatched where only bytes its kernel never reads moved" {
-    # noise over one set: mul's node keeps the padding of the window it was made from, and
-    # runs what eager ran in every byte the kernel reads; the driver is asked for no patch.
-    # Two sets: every pointer moves, every node is patched, the work is eager's byte for byte.
-    local how
-    for how in noise:1 sets:2; do
-        local prog=(fusechain 20 "${how%:*}" "${how#*:}")
-        base "$how.plain" "$PROGS/${prog[0]}" "${prog[@]:1}"
-        TCFUSE_MODE=graph TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_UNREAD=1 \
+        TCFUSE_MODE=graph TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_UNREAD=${unread:-1} \
             tcf "$how.graph" "$PROGS/${prog[0]}" "${prog[@]:1}"
         [ "$status" = 0 ] || { cat "$T/$how.graph.err"; return 1; }
         same_text "$how: stdout" "$T/$how.plain.out" "$T/$how.graph.out"
         expect_line "$T/$how.graph.err" 'replay +17 windows run as graphs \(51 launches'
     done
     expect_line "$T/noise:1.graph.err" 'patches +nodes patched per replay: 0:17; mean 0.00'
-    expect_line "$T/noise:1.graph.err" 'unread +17 kernel nodes left unpatched: their new bytes decoded to the op they held \(TCFUSE_REPLAY_UNREAD; .*\), 0 patched$'
+    expect_line "$T/noise:1.graph.err" 'unread +17 kernel nodes left unpatched: only bytes their kernel never reads had changed \(TCFUSE_REPLAY_UNREAD\), 0 patched$'
     ! grep -q 'NodeSetParams' "$T/noise:1.graph.log"
     # the kernels eager ran, in its order, with mul's functor padding (the 4 bytes before
     # its scalar) masked: the only bytes that differ
@@ -157,6 +137,11 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     grep -q 'MulFunctor.* [^ ]*,xxxxxxxx0000003f,' "$T/noise.graph.ran"
     same_text "noise: kernels run, padding masked" "$T/noise.eager.ran" "$T/noise.graph.ran"
     ! ran "$T/noise:1.graph.log" | diff -q - <(ran "$T/noise:1.plain.log") >/dev/null   # it did differ
+    expect_line "$T/noise:1:0.graph.err" 'patches +nodes patched per replay: 1:17; mean 1.00'
+    ! grep -q 'unread  ' "$T/noise:1:0.graph.err"
+    ran "$T/noise:1:0.plain.log" >"$T/noise0.eager.ran"
+    ran "$T/noise:1:0.graph.log" >"$T/noise0.graph.ran"
+    same_text "noise, every change patched: kernels run" "$T/noise0.eager.ran" "$T/noise0.graph.ran"
     expect_line "$T/sets:2.graph.err" 'patches +nodes patched per replay: 2-3:17; mean 3.00'
     expect_line "$T/sets:2.graph.err" 'unread +0 kernel nodes left unpatched: .*, 51 patched$'
     ran "$T/sets:2.plain.log" >"$T/sets.eager.ran"
