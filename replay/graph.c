@@ -306,38 +306,38 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
 /* Whether the new bytes b of node n differ from its shadow only in bytes its kernel never
  * reads (exec's tcf_exec_unread, from the shadow's bytes: the mask holds while the bytes
  * read stay the shadow's, and is made again after a patch). The mask is made at the
- * first need, as bits beside the shadow. */
+ * first need, beside the shadow: 0xff for each byte the kernel may read, so that the
+ * check is one AND a word, with no branch (a window's nodes differ in hundreds of bytes
+ * of calculator entries past dims). */
 static int tcf_rnode_unread_only(tcf_rplan_t *p, tcf_rnode_t *n, const uint8_t *b)
 {
     if (!n->k || n->unread == TCF_RU_NONE)
         return 0;
     const uint8_t *sh = p->shadow + n->soff;
+    uint32_t len = n->sig.pbytes;
     if (n->unread == TCF_RU_UNKNOWN) {
-        static _Thread_local uint8_t mark[4096];   /* past a decodable kernel's 3440 */
-        if (!p->unread && !(p->unread = tcf_calloc(p->shadow_len / 8 + 1, 1)))
+        if (!p->reads && !(p->reads = tcf_malloc(p->shadow_len ? p->shadow_len : 8)))
             return 0;
-        if (n->sig.pbytes > sizeof mark || !tcf_exec_unread(n->k, sh, n->sig.pbytes, mark)) {
+        uint8_t *rd = p->reads + n->soff;
+        if (!tcf_exec_unread(n->k, sh, len, rd)) {
             n->unread = TCF_RU_NONE;
             return 0;
         }
-        uint8_t *bits = p->unread + n->soff / 8;
-        memset(bits, 0, (n->sig.pbytes + 7) / 8);
-        for (uint32_t i = 0; i < n->sig.pbytes; i++)
-            bits[i / 8] |= (uint8_t)(mark[i] << (i % 8));
+        for (uint32_t i = 0; i < len; i++)
+            rd[i] = (uint8_t)(rd[i] - 1);   /* unread 1: 0x00; 0: 0xff */
         n->unread = TCF_RU_KNOWN;
     }
-    const uint8_t *bits = p->unread + n->soff / 8;
-    for (uint32_t w = 0; w < n->sig.pbytes; w += 8) {
-        uint64_t x = 0, y = 0;
-        uint32_t m = n->sig.pbytes - w < 8 ? n->sig.pbytes - w : 8;
-        memcpy(&x, sh + w, m), memcpy(&y, b + w, m);
-        if (x == y)
-            continue;
-        for (uint32_t i = 0; i < m; i++, x >>= 8, y >>= 8)
-            if ((uint8_t)x != (uint8_t)y && !(bits[w / 8] >> i & 1))
-                return 0;   /* a byte it may read moved */
+    const uint8_t *rd = p->reads + n->soff;
+    uint64_t moved = 0;
+    uint32_t w = 0;
+    for (; w + 8 <= len; w += 8) {
+        uint64_t x, y, r;
+        memcpy(&x, sh + w, 8), memcpy(&y, b + w, 8), memcpy(&r, rd + w, 8);
+        moved |= (x ^ y) & r;
     }
-    return 1;
+    for (; w < len; w++)
+        moved |= (uint64_t)((sh[w] ^ b[w]) & rd[w]);
+    return !moved;
 }
 
 /* With stats on, a replay's driver time, summed over its calls and added once: patches of

@@ -142,14 +142,14 @@ typedef struct {
     tcf_kernel_t      *k;              /* for the parameter layout; NULL for a memset or copy,
                                         * and for a generated kernel (full mode: one
                                         * parameter, sig.pbytes of it) */
-    uint32_t           soff;           /* in shadow, and in bits in the plan's unread */
-    uint8_t            unread;         /* TCF_RU_*: whether its bits in unread are known */
+    uint32_t           soff;           /* in shadow, and in the plan's reads */
+    uint8_t            unread;         /* TCF_RU_*: whether its bytes in reads are known */
     uint32_t           nattr;
     CUlaunchAttribute *attr;           /* nattr of them, applied once, at build */
     CUgraphNode        node;
 } tcf_rnode_t;
 
-/* A node's bits in its plan's unread: not known yet (none made, or its shadow's read
+/* A node's bytes in its plan's reads: not known yet (none made, or its shadow's read
  * bytes changed since), known, or its kernel's layout says nothing (every byte read). */
 enum { TCF_RU_UNKNOWN = 0, TCF_RU_KNOWN, TCF_RU_NONE };
 
@@ -167,8 +167,9 @@ typedef struct tcf_rplan {
     tcf_rnode_t      *nodes;
     uint8_t          *shadow;          /* each node's parameter bytes at its last replay */
     uint32_t          shadow_len;
-    uint8_t          *unread;          /* a bit per shadow byte: its kernel never reads it
-                                        * (TCFUSE_REPLAY_UNREAD; made at the first need) */
+    uint8_t          *reads;           /* a byte per shadow byte: 0xff where its kernel may
+                                        * read it (TCFUSE_REPLAY_UNREAD; made at the first
+                                        * need) */
     CUgraph           graph;           /* the one exec was instantiated from */
     CUgraphExec       exec;
     uint64_t          mem;             /* device memory held, estimated */
