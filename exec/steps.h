@@ -108,6 +108,13 @@ uint32_t tcf_exec_steps_span_items(struct tcf_window *w, const tcf_step_t *t,
  * marked: 0 when k's layout is unknown or len is not its size. For verification and
  * replay. */
 uint32_t tcf_exec_unread(struct tcf_kernel *k, const uint8_t *p, uint32_t len, uint8_t *unread);
+/* The same as a mask kept with the kernel: len bytes, 0xff for each byte a launch of k with
+ * bytes p may read, 0x00 for each it never reads; NULL when none is unread (or k's layout
+ * is unknown, or len is not its size). Two launches of k with bytes a and b run the same
+ * when (a ^ b) & mask is zero in every byte, the mask taken for either. Made once per kernel
+ * and per value of the bytes the marks depend on (an OffsetCalculator's dims: 4 of them
+ * kept, NULL for a fifth), then lock-free; never freed. */
+const uint8_t *tcf_exec_reads(struct tcf_kernel *k, const uint8_t *p, uint32_t len);
 /* The kernel table's epoch: it moves whenever a generated kernel is made, becomes ready
  * or unusable, or is evicted. A plan that was not final may be final once it has moved. */
 uint64_t tcf_exec_steps_epoch(void);

@@ -249,11 +249,8 @@ static int tcf_rgraph_refresh(tcf_rplan_t *p, uint8_t *const *bytes_of, int *rea
         atomic_fetch_add(&tcf_rctr.reinstantiated, 1);
     }
     free(nodes);
-    for (uint32_t i = 0; i < p->n; i++) {
+    for (uint32_t i = 0; i < p->n; i++)
         memcpy(p->shadow + p->nodes[i].soff, bytes_of[i], p->nodes[i].sig.pbytes);
-        if (p->nodes[i].unread == TCF_RU_KNOWN)
-            p->nodes[i].unread = TCF_RU_UNKNOWN;
-    }
     return 0;
 }
 
@@ -304,30 +301,16 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
 }
 
 /* Whether the new bytes b of node n differ from its shadow only in bytes its kernel never
- * reads (exec's tcf_exec_unread, from the shadow's bytes: the mask holds while the bytes
- * read stay the shadow's, and is made again after a patch). The mask is made at the
- * first need, beside the shadow: 0xff for each byte the kernel may read, so that the
- * check is one AND a word, with no branch (a window's nodes differ in hundreds of bytes
- * of calculator entries past dims). */
-static int tcf_rnode_unread_only(tcf_rplan_t *p, tcf_rnode_t *n, const uint8_t *b)
+ * reads (exec's tcf_exec_reads: a mask kept with the kernel, 0xff where it may read, for
+ * the shadow's calculator dims), checked as one AND a word with no branch: a window's
+ * nodes differ in hundreds of bytes of calculator entries past dims. */
+static int tcf_rnode_unread_only(const tcf_rplan_t *p, const tcf_rnode_t *n, const uint8_t *b)
 {
-    if (!n->k || n->unread == TCF_RU_NONE)
-        return 0;
     const uint8_t *sh = p->shadow + n->soff;
     uint32_t len = n->sig.pbytes;
-    if (n->unread == TCF_RU_UNKNOWN) {
-        if (!p->reads && !(p->reads = tcf_malloc(p->shadow_len ? p->shadow_len : 8)))
-            return 0;
-        uint8_t *rd = p->reads + n->soff;
-        if (!tcf_exec_unread(n->k, sh, len, rd)) {
-            n->unread = TCF_RU_NONE;
-            return 0;
-        }
-        for (uint32_t i = 0; i < len; i++)
-            rd[i] = (uint8_t)(rd[i] - 1);   /* unread 1: 0x00; 0: 0xff */
-        n->unread = TCF_RU_KNOWN;
-    }
-    const uint8_t *rd = p->reads + n->soff;
+    const uint8_t *rd = n->k ? tcf_exec_reads(n->k, sh, len) : NULL;
+    if (!rd)
+        return 0;
     uint64_t moved = 0;
     uint32_t w = 0;
     for (; w + 8 <= len; w += 8) {
@@ -419,8 +402,6 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
         if (timed)
             tm.kernel += tcf_now_ns() - t0;
         memcpy(sh, bytes_of[i], n->sig.pbytes);
-        if (n->unread == TCF_RU_KNOWN)   /* its dims may have moved: made again at the need */
-            n->unread = TCF_RU_UNKNOWN;
         (*patched)++;
     }
     tcf_pp_free(&b);

@@ -142,16 +142,11 @@ typedef struct {
     tcf_kernel_t      *k;              /* for the parameter layout; NULL for a memset or copy,
                                         * and for a generated kernel (full mode: one
                                         * parameter, sig.pbytes of it) */
-    uint32_t           soff;           /* in shadow, and in the plan's reads */
-    uint8_t            unread;         /* TCF_RU_*: whether its bytes in reads are known */
+    uint32_t           soff;           /* in shadow */
     uint32_t           nattr;
     CUlaunchAttribute *attr;           /* nattr of them, applied once, at build */
     CUgraphNode        node;
 } tcf_rnode_t;
-
-/* A node's bytes in its plan's reads: not known yet (none made, or its shadow's read
- * bytes changed since), known, or its kernel's layout says nothing (every byte read). */
-enum { TCF_RU_UNKNOWN = 0, TCF_RU_KNOWN, TCF_RU_NONE };
 
 typedef struct tcf_rplan {
     uint64_t          key, seed;
@@ -167,9 +162,6 @@ typedef struct tcf_rplan {
     tcf_rnode_t      *nodes;
     uint8_t          *shadow;          /* each node's parameter bytes at its last replay */
     uint32_t          shadow_len;
-    uint8_t          *reads;           /* a byte per shadow byte: 0xff where its kernel may
-                                        * read it (TCFUSE_REPLAY_UNREAD; made at the first
-                                        * need) */
     CUgraph           graph;           /* the one exec was instantiated from */
     CUgraphExec       exec;
     uint64_t          mem;             /* device memory held, estimated */
@@ -467,7 +459,8 @@ typedef struct {
      * a newer one, and not kept for their memory (TCFUSE_REPLAY_MEMO) */
     atomic_ullong full_rebound, full_rebound_groups, full_kept_groups, full_rebind_refused,
                   full_rebind_ns, full_planned_again, full_rebind_checked,
-                  full_rebind_differs, full_memo_dropped, full_memo_unkept;
+                  full_rebind_differs, full_memo_dropped, full_memo_unkept,
+                  full_kept_items;   /* of full_kept_groups, found by their items */
 } tcf_rcounters_t;
 extern tcf_rcounters_t tcf_rctr;
 void tcf_rstats_patched(uint32_t n);

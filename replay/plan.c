@@ -106,9 +106,8 @@ static void tcf_rplan_drop_graph(tcf_rplan_t *p)
         free(p->nodes[i].nattr ? p->nodes[i].attr : NULL);
     free(p->nodes);
     free(p->shadow);
-    free(p->reads);
     free(p->osig);
-    p->nodes = NULL, p->shadow = NULL, p->reads = NULL, p->n = 0, p->shadow_len = 0;
+    p->nodes = NULL, p->shadow = NULL, p->n = 0, p->shadow_len = 0;
     p->osig = NULL, p->norig = p->fused = p->removed = 0;
     tcf_rmemo_forget(p);
 }

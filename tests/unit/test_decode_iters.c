@@ -175,12 +175,78 @@ TEST(unread_bytes_are_what_decoding_ignores)
     CHECK_EQ_INT(tcf_exec_unread(&unknown, p, 16, mark), 0);
 }
 
+/* The masks tcf_exec_reads kept with a test's own kernel, freed (the library never frees a
+ * kernel's). */
+static void drop_reads(tcf_kernel_t *k)
+{
+    for (unsigned i = 0; i < sizeof k->reads / sizeof k->reads[0]; i++)
+        free(atomic_exchange(&k->reads[i], NULL));
+}
+
+/* The mask kept with the kernel says what tcf_exec_unread marks, byte for byte; it is
+ * made once per value of the dims it depends on (the same pointer again), another for
+ * other dims (which it does not take for its own), and none past four of them. */
+TEST(reads_mask_kept_with_the_kernel)
+{
+    tcf_cfg.rows = 1;
+    size_t half = nls / 2, masked = 0, strided = 0;
+    uint8_t mark[4096];
+    for (size_t i = 0; i < half; i++) {
+        const launch_t *a = &ls[i], *b = &ls[half + i];
+        tcf_kernel_t k = kernel_of(a);
+        uint32_t nm = tcf_exec_unread(&k, a->params, a->len, mark);
+        const uint8_t *rd = tcf_exec_reads(&k, a->params, a->len);
+        CHECK_EQ_INT(rd != NULL, nm > 0);
+        if (!rd) {
+            drop_reads(&k);
+            continue;
+        }
+        masked++;
+        int same = 1, only = 1;
+        for (uint32_t q = 0; q < a->len; q++) {
+            same &= rd[q] == (mark[q] ? 0x00 : 0xff);
+            only &= !((a->params[q] ^ b->params[q]) & rd[q]);
+        }
+        CHECK(same);
+        CHECK_EQ_INT(only, only_unread(a->params, b->params, a->len, mark));
+        CHECK(tcf_exec_reads(&k, a->params, a->len) == rd);
+        CHECK(tcf_exec_reads(&k, a->params, a->len - 1) == NULL);
+        if (k.dk.loop == TCF_LOOP_STRIDED && !k.is_reduce) {
+            /* other dims (as bytes: the key reads no more), each its own mask; past four
+             * kept, none */
+            uint8_t *c = malloc(a->len);
+            memcpy(c, a->params, a->len);
+            int32_t dims;
+            memcpy(&dims, c + 8, 4);
+            const uint8_t *got[5];
+            for (int32_t d = 1; d <= 5; d++) {
+                int32_t nd = (dims + d) % 26;
+                memcpy(c + 8, &nd, 4);
+                got[d - 1] = tcf_exec_reads(&k, c, a->len);
+            }
+            CHECK(got[0] && got[1] && got[2] && !got[3] && !got[4]);
+            CHECK(got[0] != rd && got[1] != got[0] && got[2] != got[1]);
+            /* a launch with dims + 1 is not taken for one with dims by either's mask */
+            memcpy(c, a->params, a->len);
+            int32_t nd = (dims + 1) % 26;
+            memcpy(c + 8, &nd, 4);
+            CHECK((c[8] ^ a->params[8]) & rd[8] && (c[8] ^ a->params[8]) & got[0][8]);
+            strided++;
+            free(c);
+        }
+        drop_reads(&k);
+    }
+    printf("  %zu launches with a mask kept, %zu of them strided\n", masked, strided);
+    CHECK(masked >= 40 && strided >= 1);
+}
+
 int main(void)
 {
     load_launches(TRACE, any);
     RUN(same_launch_two_iterations_apart_decodes_alike);
     RUN(another_operand_decodes_otherwise);
     RUN(unread_bytes_are_what_decoding_ignores);
+    RUN(reads_mask_kept_with_the_kernel);
     free_launches();
     return check_main_end();
 }

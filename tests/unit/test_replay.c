@@ -354,7 +354,7 @@ TEST(patch_only_what_changed)
     CHECK_EQ_INT(reason, TCF_RG_launch_failed);
     CHECK_EQ_INT(w->ev[4].held, 1);
     fail_launch = 0;
-    free(p->nodes), free(p->shadow), free(p->reads), free(p);
+    free(p->nodes), free(p->shadow), free(p);
     drop(w);
 }
 
