@@ -371,13 +371,15 @@ void tcf_rfull_stats_print(void)
     unsigned long long rb = atomic_load(&tcf_rctr.full_rebound),
                        rf = atomic_load(&tcf_rctr.full_rebind_refused);
     tcf_out("  rebind        %llu replayed windows bound without planning (%llu groups "
-            "re-bound, %llu kept from earlier windows, %llu dropped from a full memo, %llu "
+            "re-bound, %llu kept from earlier windows (%llu by their decoded operands), %llu "
+            "dropped from a full memo, %llu "
             "not kept for the memos' memory (TCFUSE_REPLAY_MEMO), which holds %.2f MiB; %.1f us "
             "a window tried), %llu refused and planned (a group's launches no longer fuse "
             "alike, other nodes than the graph's; a key whose windows free or allocate keeps "
             "no plan to bind from)%s", rb,
             (unsigned long long)atomic_load(&tcf_rctr.full_rebound_groups),
             (unsigned long long)atomic_load(&tcf_rctr.full_kept_groups),
+            (unsigned long long)atomic_load(&tcf_rctr.full_kept_items),
             (unsigned long long)atomic_load(&tcf_rctr.full_memo_dropped),
             (unsigned long long)atomic_load(&tcf_rctr.full_memo_unkept),
             (double)tcf_rmemo_bytes() / (1024.0 * 1024.0),

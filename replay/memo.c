@@ -15,7 +15,11 @@
  * An argument is taken for the very bytes it was bound from, or for launches that decode to
  * the very items (PyTorch leaves bytes its kernels never read as its stack had them, so on
  * HF Llama most launches' bytes differ in every iteration while their operands repeat:
- * tests/unit/test_decode_iters.c), under the same plan and kernel table (the memo is
+ * tests/unit/test_decode_iters.c). The bytes are kept and compared with those bytes zeroed
+ * (exec's tcf_exec_reads: padding, an OffsetCalculator's entries past dims), so that most
+ * such launches are found by their bytes, without the decodes and the items' hashing the
+ * items take; the items remain for what the marks do not cover (a cat's unused inputs).
+ * Both under the same plan and kernel table (the memo is
  * dropped when either changes), in a window that neither frees nor allocates: so it is
  * what binding them again would give (the span's items are everything the group's
  * argument is made of, and the key fixes the kernels around it). Bytes and items are
@@ -114,30 +118,54 @@ void tcf_rmemo_forget(tcf_rplan_t *p)
     p->memo = NULL;
 }
 
-/* The launch bytes of step t's span in w: hashed into *h, their length into *len. */
+/* Launch bytes the memo zeroes where their kernel never reads, at most (a decodable
+ * PyTorch kernel's are at most 3440). */
+#define TCF_RMEMO_CANON 4096
+
+/* Launch event e's bytes in w as the memo keeps them: copied to dst (room for
+ * TCF_RMEMO_CANON), with the bytes its kernel never reads zeroed; dst, or its bytes in
+ * the window as they are when nothing is unread, they are longer, or TCFUSE_REPLAY_UNREAD
+ * is 0 (read once: the same for every window). */
+static const uint8_t *tcf_rmemo_canon(const tcf_window_t *w, const tcf_event_t *e, uint8_t *dst)
+{
+    const uint8_t *src = w->arena + e->u.l.poff;
+    uint32_t len = e->u.l.pbytes;
+    const uint8_t *rd = tcf_cfg.replay_unread && len <= TCF_RMEMO_CANON
+                            ? tcf_exec_reads(e->u.l.k, src, len) : NULL;
+    if (!rd)
+        return src;
+    for (uint32_t i = 0; i < len; i++)
+        dst[i] = src[i] & rd[i];
+    return dst;
+}
+
+/* The launch bytes of step t's span in w, as the memo keeps them (tcf_rmemo_canon): hashed
+ * into *h, their length into *len. */
 static void tcf_rmemo_span_hash(const tcf_window_t *w, const tcf_step_t *t, uint64_t *h,
                                 uint32_t *len)
 {
+    static _Thread_local uint8_t buf[TCF_RMEMO_CANON];
     uint64_t x = 0;
     uint32_t n = 0;
     for (uint32_t i = t->first; i <= t->ev; i++) {
         const tcf_event_t *e = &w->ev[i];
         if (e->kind != TCF_EV_LAUNCH)
             continue;
-        x = XXH3_64bits_withSeed(w->arena + e->u.l.poff, e->u.l.pbytes, x);
+        x = XXH3_64bits_withSeed(tcf_rmemo_canon(w, e, buf), e->u.l.pbytes, x);
         n += e->u.l.pbytes;
     }
     *h = x, *len = n;
 }
 
-/* Whether step t's span in w carries the bytes at b. */
+/* Whether step t's span in w carries the bytes at b (as the memo keeps them). */
 static int tcf_rmemo_span_is(const tcf_window_t *w, const tcf_step_t *t, const uint8_t *b)
 {
+    static _Thread_local uint8_t buf[TCF_RMEMO_CANON];
     for (uint32_t i = t->first; i <= t->ev; i++) {
         const tcf_event_t *e = &w->ev[i];
         if (e->kind != TCF_EV_LAUNCH)
             continue;
-        if (memcmp(b, w->arena + e->u.l.poff, e->u.l.pbytes))
+        if (memcmp(b, tcf_rmemo_canon(w, e, buf), e->u.l.pbytes))
             return 0;
         b += e->u.l.pbytes;
     }
@@ -220,7 +248,9 @@ static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, tcf_window_t *w,
         const tcf_event_t *e = &w->ev[i];
         if (e->kind != TCF_EV_LAUNCH)
             continue;
-        memcpy(b, w->arena + e->u.l.poff, e->u.l.pbytes);
+        const uint8_t *c = e->u.l.pbytes <= TCF_RMEMO_CANON ? tcf_rmemo_canon(w, e, b) : NULL;
+        if (c != b)   /* nothing zeroed: the bytes as they are */
+            memcpy(b, w->arena + e->u.l.poff, e->u.l.pbytes);
         b += e->u.l.pbytes;
     }
     memcpy(b, st->bytes + s->boff, s->pbytes);
@@ -330,6 +360,8 @@ int tcf_rmemo_bind(tcf_rplan_t *p, tcf_window_t *w, tcf_steps_t *st, uint64_t ep
             if (a->nit == nit && a->ih == ih && !memcmp(tcf_rarg_items(a), m->sit, nit * sizeof *m->sit))
                 got = a;
         }
+        if (got && nit)   /* found by its items: what the marks do not cover */
+            atomic_fetch_add_explicit(&tcf_rctr.full_kept_items, 1, memory_order_relaxed);
         if (got) {
             m->have[j] = &got->arg;
             got->used = ++m->tick;

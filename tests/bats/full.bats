@@ -137,8 +137,9 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     # every window planned; 32 sets of buffers in turn (as many as the memo keeps a group's
     # arguments for): each re-bound once; 33: the least recently used is always the one
     # needed, every window re-bound; 2 sets whose launches' bytes never repeat (a
-    # functor's padding): each set re-bound once, then its argument found by its decoded
-    # operands; no memory for memos: every window re-bound.
+    # functor's padding): each set re-bound once, then its argument found by its bytes,
+    # the padding zeroed (by its decoded operands with TCFUSE_REPLAY_UNREAD=0); no memory
+    # for memos: every window re-bound.
     local how
     for how in return swap two async sets:32 sets:33 noise:2; do
         local prog=(fusechain 40 "$how")
@@ -154,19 +155,26 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
             TCFUSE_REPLAY_REBIND=0 tcf "$how.planned" "$PROGS/${prog[0]}" "${prog[@]:1}"
         same_text "$how: kernels run" <(kernels "$T/$how.planned.log") <(kernels "$T/$how.full.log")
     done
-    expect_line "$T/return.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 36 kept from earlier windows, 0 dropped'
-    expect_line "$T/swap.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(1 groups re-bound, 35 kept from earlier windows, 0 dropped'
-    expect_line "$T/two.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 72 kept from earlier windows, 0 dropped'
+    expect_line "$T/return.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 36 kept from earlier windows \(0 by their decoded operands\), 0 dropped'
+    expect_line "$T/swap.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(1 groups re-bound, 35 kept from earlier windows \(0 by their decoded operands\), 0 dropped'
+    expect_line "$T/two.full.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(0 groups re-bound, 72 kept from earlier windows \(0 by their decoded operands\), 0 dropped'
     expect_line "$T/async.full.err" '^tcfuse: +rebind +0 replayed windows bound without planning .*, 0 refused and planned'
-    expect_line "$T/sets:32.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(31 groups re-bound, 45 kept from earlier windows, 0 dropped'
-    expect_line "$T/sets:33.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(76 groups re-bound, 0 kept from earlier windows, 45 dropped from a full memo'
-    expect_line "$T/noise:2.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(1 groups re-bound, 75 kept from earlier windows, 0 dropped'
+    expect_line "$T/sets:32.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(31 groups re-bound, 45 kept from earlier windows \(0 by their decoded operands\), 0 dropped'
+    expect_line "$T/sets:33.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(76 groups re-bound, 0 kept from earlier windows \(0 by their decoded operands\), 45 dropped from a full memo'
+    expect_line "$T/noise:2.full.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(1 groups re-bound, 75 kept from earlier windows \(0 by their decoded operands\), 0 dropped'
     expect_line "$T/swap.planned.err" '^tcfuse: +rebind +0 replayed windows .*\(TCFUSE_REPLAY_REBIND=0\)$'
+    # the same noise with TCFUSE_REPLAY_UNREAD=0: the bytes compared as they are, so each
+    # argument is found by its decoded operands
+    TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
+        TCFUSE_REPLAY_REBIND=2 TCFUSE_REPLAY_UNREAD=0 tcf noise.raw "$PROGS/fusechain" 80 noise 2
+    same_text "noise, unread 0: stdout" "$T/noise:2.plain.out" "$T/noise.raw.out"
+    expect_line "$T/noise.raw.err" '^tcfuse: +rebind +76 replayed windows bound without planning \(1 groups re-bound, 75 kept from earlier windows \(75 by their decoded operands\), 0 dropped'
+    expect_line "$T/noise.raw.err" '^tcfuse: +rebind check +[0-9]+ bound windows planned beside, 0 differed'
     # no memory for the memos (TCFUSE_REPLAY_MEMO=0): nothing kept, every group re-bound
     TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
         TCFUSE_REPLAY_REBIND=2 TCFUSE_REPLAY_MEMO=0 tcf swap.nomemo "$PROGS/fusechain" 40 swap
     same_text "swap, no memo: stdout" "$T/swap.plain.out" "$T/swap.nomemo.out"
-    expect_line "$T/swap.nomemo.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(36 groups re-bound, 0 kept from earlier windows, 0 dropped from a full memo, [1-9][0-9]* not kept for the memos. memory \(TCFUSE_REPLAY_MEMO\), which holds 0\.00 MiB'
+    expect_line "$T/swap.nomemo.err" '^tcfuse: +rebind +36 replayed windows bound without planning \(36 groups re-bound, 0 kept from earlier windows \(0 by their decoded operands\), 0 dropped from a full memo, [1-9][0-9]* not kept for the memos. memory \(TCFUSE_REPLAY_MEMO\), which holds 0\.00 MiB'
     expect_line "$T/swap.nomemo.err" '^tcfuse: +rebind check +36 bound windows planned beside, 0 differed'
 }
 
