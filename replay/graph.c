@@ -302,25 +302,12 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
 
 /* Whether the new bytes b of node n differ from its shadow only in bytes its kernel never
  * reads (exec's tcf_exec_reads: a mask kept with the kernel, 0xff where it may read, for
- * the shadow's calculator dims), checked as one AND a word with no branch: a window's
- * nodes differ in hundreds of bytes of calculator entries past dims. */
+ * the shadow's calculator dims). */
 static int tcf_rnode_unread_only(const tcf_rplan_t *p, const tcf_rnode_t *n, const uint8_t *b)
 {
     const uint8_t *sh = p->shadow + n->soff;
-    uint32_t len = n->sig.pbytes;
-    const uint8_t *rd = n->k ? tcf_exec_reads(n->k, sh, len) : NULL;
-    if (!rd)
-        return 0;
-    uint64_t moved = 0;
-    uint32_t w = 0;
-    for (; w + 8 <= len; w += 8) {
-        uint64_t x, y, r;
-        memcpy(&x, sh + w, 8), memcpy(&y, b + w, 8), memcpy(&r, rd + w, 8);
-        moved |= (x ^ y) & r;
-    }
-    for (; w < len; w++)
-        moved |= (uint64_t)((sh[w] ^ b[w]) & rd[w]);
-    return !moved;
+    const uint8_t *rd = n->k ? tcf_exec_reads(n->k, sh, n->sig.pbytes) : NULL;
+    return rd && tcf_exec_reads_same(sh, b, rd, n->sig.pbytes);
 }
 
 /* With stats on, a replay's driver time, summed over its calls and added once: patches of

@@ -122,19 +122,24 @@ void tcf_rmemo_forget(tcf_rplan_t *p)
  * PyTorch kernel's are at most 3440). */
 #define TCF_RMEMO_CANON 4096
 
+/* The mask of launch event e's bytes src (tcf_exec_reads), or NULL when the memo keeps them
+ * as they are: nothing unread, longer than TCF_RMEMO_CANON, or TCFUSE_REPLAY_UNREAD 0 (read
+ * once: the same for every window). */
+static const uint8_t *tcf_rmemo_reads(const tcf_event_t *e, const uint8_t *src)
+{
+    return tcf_cfg.replay_unread && e->u.l.pbytes <= TCF_RMEMO_CANON
+               ? tcf_exec_reads(e->u.l.k, src, e->u.l.pbytes) : NULL;
+}
+
 /* Launch event e's bytes in w as the memo keeps them: copied to dst (room for
- * TCF_RMEMO_CANON), with the bytes its kernel never reads zeroed; dst, or its bytes in
- * the window as they are when nothing is unread, they are longer, or TCFUSE_REPLAY_UNREAD
- * is 0 (read once: the same for every window). */
+ * TCF_RMEMO_CANON), with the bytes its kernel never reads zeroed; dst, or its bytes in the
+ * window as they are (tcf_rmemo_reads NULL). */
 static const uint8_t *tcf_rmemo_canon(const tcf_window_t *w, const tcf_event_t *e, uint8_t *dst)
 {
-    const uint8_t *src = w->arena + e->u.l.poff;
-    uint32_t len = e->u.l.pbytes;
-    const uint8_t *rd = tcf_cfg.replay_unread && len <= TCF_RMEMO_CANON
-                            ? tcf_exec_reads(e->u.l.k, src, len) : NULL;
+    const uint8_t *src = w->arena + e->u.l.poff, *rd = tcf_rmemo_reads(e, src);
+    uint32_t len = e->u.l.pbytes, i = 0;
     if (!rd)
         return src;
-    uint32_t i = 0;
     for (; i + 8 <= len; i += 8) {   /* a word at a time: hundreds of bytes a strided loop */
         uint64_t x, r;
         memcpy(&x, src + i, 8), memcpy(&r, rd + i, 8);
@@ -164,15 +169,17 @@ static void tcf_rmemo_span_hash(const tcf_window_t *w, const tcf_step_t *t, uint
     *h = x, *len = n;
 }
 
-/* Whether step t's span in w carries the bytes at b (as the memo keeps them). */
+/* Whether step t's span in w carries the bytes at b (as the memo keeps them: b's unread
+ * bytes are zero, so the window's need not be zeroed to compare). */
 static int tcf_rmemo_span_is(const tcf_window_t *w, const tcf_step_t *t, const uint8_t *b)
 {
-    static _Thread_local uint8_t buf[TCF_RMEMO_CANON];
     for (uint32_t i = t->first; i <= t->ev; i++) {
         const tcf_event_t *e = &w->ev[i];
         if (e->kind != TCF_EV_LAUNCH)
             continue;
-        if (memcmp(b, tcf_rmemo_canon(w, e, buf), e->u.l.pbytes))
+        const uint8_t *src = w->arena + e->u.l.poff, *rd = tcf_rmemo_reads(e, src);
+        if (rd ? !tcf_exec_reads_same(b, src, rd, e->u.l.pbytes)
+               : memcmp(b, src, e->u.l.pbytes) != 0)
             return 0;
         b += e->u.l.pbytes;
     }
@@ -255,8 +262,7 @@ static void tcf_rmemo_keep(struct tcf_rmemo *m, uint32_t j, tcf_window_t *w,
         const tcf_event_t *e = &w->ev[i];
         if (e->kind != TCF_EV_LAUNCH)
             continue;
-        const uint8_t *c = e->u.l.pbytes <= TCF_RMEMO_CANON ? tcf_rmemo_canon(w, e, b) : NULL;
-        if (c != b)   /* nothing zeroed: the bytes as they are */
+        if (tcf_rmemo_canon(w, e, b) != b)   /* nothing zeroed: the bytes as they are */
             memcpy(b, w->arena + e->u.l.poff, e->u.l.pbytes);
         b += e->u.l.pbytes;
     }
