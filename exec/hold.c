@@ -65,6 +65,16 @@ void tcf_exec_order(CUstream stream)
         tcf_flush_held(NULL, "other-work");
 }
 
+int tcf_fuse_state(tcf_kernel_t *k)
+{
+    int fs = atomic_load_explicit(&k->fuse_state, memory_order_acquire);
+    if (fs == TCF_FUSE_UNKNOWN) {
+        void *params = k;   /* only its presence counts: the params form */
+        fs = tcf_fuse_decode_kernel(k, NULL, &params);
+    }
+    return fs;
+}
+
 /* A kernel's first launch in fuse mode: decodes what its name and layout say, once, and
  * says whether its launches may be held. A thread that finds another one decoding it
  * issues its launch as is. */

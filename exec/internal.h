@@ -106,6 +106,10 @@ void tcf_retired_unload(void);
 /* A kernel's first decode (its name and layout), once; TCF_FUSE_* (a thread that finds
  * another decoding it gets TCF_FUSE_DECODING). */
 int tcf_fuse_decode_kernel(tcf_kernel_t *k, void **extra, void **params);
+/* k's TCF_FUSE_* state, its first decode made now (as for cuLaunchKernel's params form)
+ * when no launch made it yet: for what reads copied launch bytes outside the launch path
+ * (full mode's steps, the unread marks). */
+int tcf_fuse_state(tcf_kernel_t *k);
 /* Full mode (steps.c): exec plans windows for replay, holds none of its own; its exit
  * stops the worker and leaves the windows to replay. */
 extern atomic_int tcf_beside;

@@ -141,27 +141,6 @@ static int tcf_steps_as_issued(const tcf_window_t *w, tcf_steps_t *s)
     return 0;
 }
 
-/* Decodes one launch of k from its parameter bytes (len of them, with this grid and block)
- * into *op, as fuse mode's launch path does (the kernel's first decode made here when no
- * launch made it yet): TCF_DEC_OP, TCF_DEC_REDUCE, or 0 (not decoded). */
-static int tcf_steps_decode_bytes(tcf_kernel_t *k, const uint8_t *buf, uint32_t len,
-                                  const uint32_t grid[3], const uint32_t block[3], tcf_wop_t *op)
-{
-    if (!k || !k->param_known || len != k->param_bytes)
-        return 0;
-    int fs = atomic_load_explicit(&k->fuse_state, memory_order_acquire);
-    if (fs == TCF_FUSE_UNKNOWN) {
-        void *params = k;   /* only its presence counts: the params form */
-        fs = tcf_fuse_decode_kernel(k, NULL, &params);
-    }
-    if (fs != TCF_FUSE_DECODABLE)
-        return 0;
-    tcf_decode_status_t ds = k->is_reduce
-        ? tcf_decode_reduce_apply(&k->drk, buf, len, grid, block, &op->red)
-        : tcf_decode_apply(&k->dk, buf, len, grid, block, &op->op);
-    return ds != TCF_DECODE_OK ? 0 : k->is_reduce ? TCF_DEC_REDUCE : TCF_DEC_OP;
-}
-
 /* Decodes launch event i of w from its copied bytes into w->ops[i] (e->dec set), as fuse
  * mode's launch path does: only cuLaunchKernel's form with the kernel's own layout, no
  * attributes. 1 decoded. Once: in full mode nothing else marks a launch decoded (capture
@@ -174,11 +153,20 @@ static int tcf_steps_decode(tcf_window_t *w, uint32_t i)
     if (e->dec == TCF_DEC_OP || e->dec == TCF_DEC_REDUCE)
         return 1;
     e->dec = 0;
-    if (e->u.l.nattr || !w->ops)
+    tcf_kernel_t *k = e->u.l.k;
+    if (!k || e->u.l.nattr || !k->param_known || e->u.l.pbytes != k->param_bytes || !w->ops ||
+        tcf_fuse_state(k) != TCF_FUSE_DECODABLE)
         return 0;
-    e->dec = (uint8_t)tcf_steps_decode_bytes(e->u.l.k, w->arena + e->u.l.poff, e->u.l.pbytes,
-                                             e->u.l.grid, e->u.l.block, &w->ops[i]);
-    return e->dec != 0;
+    const uint8_t *buf = w->arena + e->u.l.poff;
+    tcf_decode_status_t ds = k->is_reduce
+        ? tcf_decode_reduce_apply(&k->drk, buf, k->param_bytes, e->u.l.grid, e->u.l.block,
+                                  &w->ops[i].red)
+        : tcf_decode_apply(&k->dk, buf, k->param_bytes, e->u.l.grid, e->u.l.block,
+                           &w->ops[i].op);
+    if (ds != TCF_DECODE_OK)
+        return 0;
+    e->dec = k->is_reduce ? TCF_DEC_REDUCE : TCF_DEC_OP;
+    return 1;
 }
 
 /* w's events as the planner's items in sc, every launch decoded; the launches decoded. */

@@ -115,6 +115,9 @@ uint32_t tcf_exec_unread(struct tcf_kernel *k, const uint8_t *p, uint32_t len, u
  * and per value of the bytes the marks depend on (an OffsetCalculator's dims: 4 of them
  * kept, NULL for a fifth), then lock-free; never freed. */
 const uint8_t *tcf_exec_reads(struct tcf_kernel *k, const uint8_t *p, uint32_t len);
+/* The len bytes at src with those mask rd (tcf_exec_reads) has 0x00 for zeroed, into dst
+ * (which may be src). */
+void tcf_exec_reads_zero(uint8_t *dst, const uint8_t *src, const uint8_t *rd, uint32_t len);
 /* Whether len bytes a and b differ only where mask rd (tcf_exec_reads) has 0x00. */
 int tcf_exec_reads_same(const uint8_t *a, const uint8_t *b, const uint8_t *rd, uint32_t len);
 /* The kernel table's epoch: it moves whenever a generated kernel is made, becomes ready

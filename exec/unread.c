@@ -19,18 +19,6 @@ struct tcf_reads {
     uint8_t  rd[];
 };
 
-/* The kernel's decoding state, its kernel decoded here when no launch in fuse mode did it
- * yet (as in graph mode). */
-static int tcf_exec_unread_state(tcf_kernel_t *k)
-{
-    int fs = atomic_load_explicit(&k->fuse_state, memory_order_acquire);
-    if (fs == TCF_FUSE_UNKNOWN) {
-        void *params = k;   /* only its presence counts: the params form */
-        fs = tcf_fuse_decode_kernel(k, NULL, &params);
-    }
-    return fs;
-}
-
 /* tcf_exec_unread, with k's decoding state fs read once by the caller (k's layout known,
  * len its size). */
 static uint32_t tcf_exec_unread_as(tcf_kernel_t *k, int fs, const uint8_t *p, uint32_t len,
@@ -70,7 +58,7 @@ uint32_t tcf_exec_unread(tcf_kernel_t *k, const uint8_t *p, uint32_t len, uint8_
         memset(unread, 0, len);
         return 0;
     }
-    return tcf_exec_unread_as(k, tcf_exec_unread_state(k), p, len, unread);
+    return tcf_exec_unread_as(k, tcf_fuse_state(k), p, len, unread);
 }
 
 /* What tcf_exec_unread's marks depend on besides the kernel and its decoding state fs: the
@@ -99,7 +87,7 @@ const uint8_t *tcf_exec_reads(tcf_kernel_t *k, const uint8_t *p, uint32_t len)
         return NULL;
     /* the state read once, for the key and the marks alike: a kernel decoded meanwhile by
      * another thread must not have its key made from one state and its marks from another */
-    int fs = tcf_exec_unread_state(k);
+    int fs = tcf_fuse_state(k);
     uint64_t key = tcf_exec_unread_key(k, fs, p, len);
     for (unsigned i = 0; i < sizeof k->reads / sizeof k->reads[0]; i++) {
         struct tcf_reads *r = atomic_load_explicit(&k->reads[i], memory_order_acquire);
@@ -121,6 +109,19 @@ const uint8_t *tcf_exec_reads(tcf_kernel_t *k, const uint8_t *p, uint32_t len)
             return r->len ? r->rd : NULL;
     }
     return NULL;   /* a fifth key: none kept, nothing taken as unread */
+}
+
+void tcf_exec_reads_zero(uint8_t *dst, const uint8_t *src, const uint8_t *rd, uint32_t len)
+{
+    uint32_t i = 0;
+    for (; i + 8 <= len; i += 8) {   /* a word at a time: hundreds of bytes a strided loop */
+        uint64_t x, r;
+        memcpy(&x, src + i, 8), memcpy(&r, rd + i, 8);
+        x &= r;
+        memcpy(dst + i, &x, 8);
+    }
+    for (; i < len; i++)
+        dst[i] = src[i] & rd[i];
 }
 
 int tcf_exec_reads_same(const uint8_t *a, const uint8_t *b, const uint8_t *rd, uint32_t len)

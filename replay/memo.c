@@ -137,17 +137,9 @@ static const uint8_t *tcf_rmemo_reads(const tcf_event_t *e, const uint8_t *src)
 static const uint8_t *tcf_rmemo_canon(const tcf_window_t *w, const tcf_event_t *e, uint8_t *dst)
 {
     const uint8_t *src = w->arena + e->u.l.poff, *rd = tcf_rmemo_reads(e, src);
-    uint32_t len = e->u.l.pbytes, i = 0;
     if (!rd)
         return src;
-    for (; i + 8 <= len; i += 8) {   /* a word at a time: hundreds of bytes a strided loop */
-        uint64_t x, r;
-        memcpy(&x, src + i, 8), memcpy(&r, rd + i, 8);
-        x &= r;
-        memcpy(dst + i, &x, 8);
-    }
-    for (; i < len; i++)
-        dst[i] = src[i] & rd[i];
+    tcf_exec_reads_zero(dst, src, rd, e->u.l.pbytes);
     return dst;
 }
 

@@ -209,6 +209,15 @@ TEST(reads_mask_kept_with_the_kernel)
         }
         CHECK(same);
         CHECK_EQ_INT(only, only_unread(a->params, b->params, a->len, mark));
+        CHECK_EQ_INT(tcf_exec_reads_same(a->params, b->params, rd, a->len), only);
+        /* zeroed where never read, the rest kept: the same launch under the mask */
+        uint8_t *z = malloc(a->len);
+        tcf_exec_reads_zero(z, a->params, rd, a->len);
+        int zeroed = 1;
+        for (uint32_t q = 0; q < a->len; q++)
+            zeroed &= z[q] == (mark[q] ? 0 : a->params[q]);
+        CHECK(zeroed && tcf_exec_reads_same(z, a->params, rd, a->len));
+        free(z);
         CHECK(tcf_exec_reads(&k, a->params, a->len) == rd);
         CHECK(tcf_exec_reads(&k, a->params, a->len - 1) == NULL);
         if (k.dk.loop == TCF_LOOP_STRIDED && !k.is_reduce) {
