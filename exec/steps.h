@@ -100,21 +100,25 @@ int tcf_exec_steps_rebind(struct tcf_window *w, const tcf_steps_t *was,
 uint32_t tcf_exec_steps_span_items(struct tcf_window *w, const tcf_step_t *t,
                                    tcf_item_t *items, uint32_t max);
 /* Marks in unread[0..len) (1: never read, 0: may be read) the bytes of a launch of k with
- * parameter bytes p that its kernel never reads: padding between its parameters, and in
- * the PyTorch kernels fuse mode decodes, a strided loop's functor padding and a ReduceOp's
- * padding, and their OffsetCalculators' entries past dims (which depend on p's dims: a
- * mask holds for bytes whose read bytes are p's). Two launches of k with the same grid
- * and block whose bytes differ only where unread is 1 run the same. Returns how many are
+ * parameter bytes p and grid grid (NULL: not known) that its kernel never reads: padding
+ * between its parameters, and in the PyTorch kernels fuse mode decodes, a strided loop's
+ * functor padding and a ReduceOp's padding, their OffsetCalculators' entries past dims
+ * (which depend on p's dims: a mask holds for bytes whose read bytes are p's), and a cat's
+ * metadata slots past grid.y. Two launches of k with the same grid and block whose bytes
+ * differ only where unread is 1 run the same, and decode alike. Returns how many are
  * marked: 0 when k's layout is unknown or len is not its size. For verification and
  * replay. */
-uint32_t tcf_exec_unread(struct tcf_kernel *k, const uint8_t *p, uint32_t len, uint8_t *unread);
+uint32_t tcf_exec_unread(struct tcf_kernel *k, const uint8_t *p, uint32_t len,
+                         const uint32_t *grid, uint8_t *unread);
 /* The same as a mask kept with the kernel: len bytes, 0xff for each byte a launch of k with
- * bytes p may read, 0x00 for each it never reads; NULL when none is unread (or k's layout
- * is unknown, or len is not its size). Two launches of k with bytes a and b run the same
- * when (a ^ b) & mask is zero in every byte, the mask taken for either. Made once per kernel
- * and per value of the bytes the marks depend on (an OffsetCalculator's dims: 4 of them
- * kept, NULL for a fifth), then lock-free; never freed. */
-const uint8_t *tcf_exec_reads(struct tcf_kernel *k, const uint8_t *p, uint32_t len);
+ * bytes p and grid grid may read, 0x00 for each it never reads; NULL when none is unread
+ * (or k's layout is unknown, or len is not its size). Two launches of k with the same grid
+ * and bytes a and b run the same when (a ^ b) & mask is zero in every byte, the mask taken
+ * for either. Made once per kernel and per value of what the marks depend on (an
+ * OffsetCalculator's dims, a cat's grid.y: 4 of them kept, NULL for a fifth), then
+ * lock-free; never freed. */
+const uint8_t *tcf_exec_reads(struct tcf_kernel *k, const uint8_t *p, uint32_t len,
+                              const uint32_t *grid);
 /* The len bytes at src with those mask rd (tcf_exec_reads) has 0x00 for zeroed, into dst
  * (which may be src). */
 void tcf_exec_reads_zero(uint8_t *dst, const uint8_t *src, const uint8_t *rd, uint32_t len);

@@ -398,7 +398,7 @@ static int tcf_verify_pass(const tcf_fjob_t *job, const tcf_vaddr_t *addr, uint3
          * and LayerNorm's row groups. Zeroed. */
         int sm = o.is_red && tcf_red_fullrow(o.red.op);
         static _Thread_local uint8_t unread[TCF_PARAMS_MAX];
-        if (tcf_exec_unread(tcf_kernel_get(o.f), o.params, o.pbytes, unread))
+        if (tcf_exec_unread(tcf_kernel_get(o.f), o.params, o.pbytes, o.grid, unread))
             for (uint32_t b = 0; b < o.pbytes; b++)
                 if (unread[b])
                     o.params[b] = 0;

@@ -128,6 +128,14 @@ tcf_decode_status_t tcf_decode_cat_apply(const tcf_decode_kernel_t *dk, const ui
  * when the bytes are not those of op's launch (no change). */
 int tcf_decode_cat_resize(uint8_t *params, uint32_t params_len, const tcf_op_t *op,
                           const uint32_t *sizes, uint64_t out, const uint64_t in[2]);
+/* The bytes of a cat launch with grid.y gy that its kernel never reads, and decoding
+ * ignores (exec's tcf_exec_unread): each metadata slot from gy on (blockIdx.y picks the
+ * slot; PyTorch leaves the unused ones as its stack had them), the metadata's padding, and
+ * the output's sizes and strides past Dims. Sets unread[b] to 1 for each (b from the
+ * launch's first parameter byte; the rest untouched). 0, or -1 when dk is not a cat's, len
+ * is short, or gy is 0 or past the batch. */
+int tcf_decode_cat_unread(const tcf_decode_kernel_t *dk, uint32_t len, uint32_t gy,
+                          uint8_t *unread);
 
 /* Rewrites a decoded launch's copied parameter bytes for a smaller problem over the first
  * corner of the same elements (verification, exec/verify.c): N becomes n and, for the

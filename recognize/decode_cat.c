@@ -309,3 +309,29 @@ int tcf_decode_cat_resize(uint8_t *p, uint32_t params_len, const tcf_op_t *op,
     }
     return 0;
 }
+
+int tcf_decode_cat_unread(const tcf_decode_kernel_t *dk, uint32_t len, uint32_t gy,
+                          uint8_t *unread)
+{
+    if (!dk || dk->loop != TCF_LOOP_CAT || !unread || dk->span > len || !gy ||
+        gy > dk->cat_batch)
+        return -1;
+    uint32_t b = dk->cat_batch, ss = dk->cat_ss, mb = dk->doff - dk->foff;
+    cat_meta_t m = meta_of(dk);
+    /* blockIdx.y < gridDim.y picks the slot: the slots past the batch's inputs */
+    memset(unread + m.in + 8 * gy, 1, 8 * (b - gy));
+    memset(unread + m.off + 4 * gy, 1, 4 * (b - gy));
+    memset(unread + m.dsz + 4 * gy, 1, 4 * (b - gy));
+    memset(unread + m.nel + 4 * gy, 1, 4 * (b - gy));
+    memset(unread + m.contig + gy, 1, b - gy);
+    memset(unread + m.contig + b, 1, m.ts - (m.contig + b));   /* padding before the strides */
+    if (ss > 1 && gy < ss)   /* a stride entry per slot (one: the contiguous kernels', kept) */
+        memset(unread + m.ts + 32 * gy, 1, 32 * (ss - gy));
+    memset(unread + m.ts + 32 * ss, 1, dk->foff + mb - (m.ts + 32 * ss));   /* to 8 bytes */
+    /* the output's sizes and strides past Dims (CatArrIndexToOffset loops over Dims) */
+    for (unsigned i = dk->cat_dims; i < 4; i++) {
+        memset(unread + dk->doff + 4 * i, 1, 4);
+        memset(unread + dk->doff + 16 + 4 * i, 1, 4);
+    }
+    return 0;
+}

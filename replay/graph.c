@@ -306,7 +306,7 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
 static int tcf_rnode_unread_only(const tcf_rplan_t *p, const tcf_rnode_t *n, const uint8_t *b)
 {
     const uint8_t *sh = p->shadow + n->soff;
-    const uint8_t *rd = n->k ? tcf_exec_reads(n->k, sh, n->sig.pbytes) : NULL;
+    const uint8_t *rd = n->k ? tcf_exec_reads(n->k, sh, n->sig.pbytes, n->sig.grid) : NULL;
     return rd && tcf_exec_reads_same(sh, b, rd, n->sig.pbytes);
 }
 

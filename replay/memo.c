@@ -16,9 +16,9 @@
  * the very items (PyTorch leaves bytes its kernels never read as its stack had them, so on
  * HF Llama most launches' bytes differ in every iteration while their operands repeat:
  * tests/unit/test_decode_iters.c). The bytes are kept and compared with those bytes zeroed
- * (exec's tcf_exec_reads: padding, an OffsetCalculator's entries past dims), so that most
- * such launches are found by their bytes, without the decodes and the items' hashing the
- * items take; the items remain for what the marks do not cover (a cat's unused inputs).
+ * (exec's tcf_exec_reads: padding, an OffsetCalculator's entries past dims, a cat's slots
+ * past grid.y), so that such launches are found by their bytes, without the decodes and
+ * the items' hashing the items take; the items remain for what the marks do not cover.
  * Both under the same plan and kernel table (the memo is
  * dropped when either changes), in a window that neither frees nor allocates: so it is
  * what binding them again would give (the span's items are everything the group's
@@ -128,7 +128,7 @@ void tcf_rmemo_forget(tcf_rplan_t *p)
 static const uint8_t *tcf_rmemo_reads(const tcf_event_t *e, const uint8_t *src)
 {
     return tcf_cfg.replay_unread && e->u.l.pbytes <= TCF_RMEMO_CANON
-               ? tcf_exec_reads(e->u.l.k, src, e->u.l.pbytes) : NULL;
+               ? tcf_exec_reads(e->u.l.k, src, e->u.l.pbytes, e->u.l.grid) : NULL;
 }
 
 /* Launch event e's bytes in w as the memo keeps them: copied to dst (room for

@@ -10,7 +10,10 @@
  *    e % P < T selection; at verification's smaller problem too, after
  *    tcf_decode_cat_resize moved every pointer (the emulation then runs on the rewritten
  *    bytes, as the re-launched original would);
- *  - corrupted bytes are refused. */
+ *  - corrupted bytes are refused;
+ *  - the bytes tcf_decode_cat_unread marks (slots past grid.y, padding, the output's dims
+ *    past Dims) change nothing when overwritten: the emulated kernel copies the same
+ *    pairs and the launch decodes to the same op. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +328,81 @@ TEST(corrupted_bytes_are_refused)
     CHECK_EQ_STR(tcf_decode_reason(TCF_DECODE_CAT_INPUTS), "cat-inputs");
 }
 
+/* A reproducible byte stream for the unread bytes. */
+static uint8_t noise(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint8_t)(*s >> 56);
+}
+
+TEST(unread_bytes_change_nothing)
+{
+    unsigned tried = 0, decoded = 0, many = 0;
+    uint64_t seed = 42;
+    for (size_t i = 0; i < nls; i++) {
+        const launch_t *x = &ls[i];
+        const kern_t *k = &ks[x->k];
+        tcf_decode_launch_t l = { k->name, k->np, k->off, k->sz, NULL, 0, { 0 }, { 0 } };
+        tcf_decode_kernel_t dk;
+        if (tcf_decode_kernel(&l, &dk) != TCF_DECODE_OK || dk.loop != TCF_LOOP_CAT)
+            continue;
+        uint8_t *mark = calloc(1, x->len), *p = malloc(x->len);
+        uint32_t gy = x->grid[1], mb = k->sz[1], batch = dk.cat_batch, dims = dk.cat_dims;
+        if (!CHECK_EQ_INT(tcf_decode_cat_unread(&dk, x->len, gy, mark), 0))
+            goto next;
+        /* nothing a slot before gy holds, nor the output's pointer, dims, concatDim or
+         * dimStride */
+        int kept = 1;
+        for (uint32_t b = 0; b < gy; b++) {
+            for (unsigned q = 0; q < 8; q++)
+                kept &= !mark[8 + 8 * b + q];
+            for (unsigned a = 1; a <= 3; a++)
+                for (unsigned q = 0; q < 4; q++)
+                    kept &= !mark[8 + 4 * batch * (a + 1) + 4 * b + q];
+            kept &= !mark[8 + 20 * batch + b];
+        }
+        for (unsigned q = 0; q < 8; q++)
+            kept &= !mark[q];
+        for (unsigned d = 0; d < dims; d++)
+            for (unsigned q = 0; q < 4; q++)
+                kept &= !mark[8 + mb + 4 * d + q] && !mark[8 + mb + 16 + 4 * d + q];
+        for (unsigned q = 0; q < 8; q++)
+            kept &= !mark[8 + mb + 32 + q];
+        CHECK(kept);
+        /* every byte of the slots from gy on */
+        unsigned marked = 0;
+        for (uint32_t q = 0; q < x->len; q++)
+            marked += mark[q];
+        CHECK(marked >= 21 * (batch - gy) + (dk.cat_ss > 1 ? 32 * (batch - gy) : 0));
+        memcpy(p, x->params, x->len);
+        for (uint32_t q = 0; q < x->len; q++)
+            if (mark[q])
+                p[q] = noise(&seed);
+        digest_t a = emulate(x, x->params), b = emulate(x, p);
+        CHECK(a.n == b.n && a.sum == b.sum && a.x == b.x);
+        tcf_op_t oa, ob;
+        if (dec(x, x->params, &oa) == TCF_DECODE_OK) {
+            CHECK_EQ_INT(dec(x, p, &ob), TCF_DECODE_OK);
+            CHECK(memcmp(&oa, &ob, sizeof oa) == 0);
+            decoded++;
+        }
+        tried++;
+        many += gy > 2;
+        /* no marks for a grid the batch cannot have, or bytes short of the layout */
+        CHECK_EQ_INT(tcf_decode_cat_unread(&dk, x->len, 0, mark), -1);
+        CHECK_EQ_INT(tcf_decode_cat_unread(&dk, x->len, batch + 1, mark), -1);
+        CHECK_EQ_INT(tcf_decode_cat_unread(&dk, x->len - 1, gy, mark), -1);
+    next:
+        free(mark), free(p);
+    }
+    printf("  %u cat launches overwritten where marked unread (%u decoded, %u of more than 2 "
+           "inputs)\n", tried, decoded, many);
+    CHECK(tried >= 20 && decoded >= 10 && many >= 1);
+    tcf_decode_kernel_t none = { 0 };
+    uint8_t m[16];
+    CHECK_EQ_INT(tcf_decode_cat_unread(&none, sizeof m, 1, m), -1);
+}
+
 int main(void)
 {
     load_fixture_launches(want);
@@ -332,6 +410,7 @@ int main(void)
     RUN(rotate_half_fields);
     RUN(every_decoded_launch_copies_what_the_kernel_copies);
     RUN(corrupted_bytes_are_refused);
+    RUN(unread_bytes_change_nothing);
     free_launches();
     return check_main_end();
 }

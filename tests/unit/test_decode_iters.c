@@ -12,7 +12,8 @@
  *    comparison sees operands;
  *  - the bytes exec's tcf_exec_unread marks never read (replay leaves a node unpatched
  *    when only they moved) are among those decoding ignores: a pair that differs only
- *    there decodes alike, and a moved operand is never among them. */
+ *    there decodes alike, and a moved operand is never among them; and every pair that
+ *    decodes alike differs only there (the rotary cats by their slots past grid.y). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,13 +135,13 @@ TEST(unread_bytes_are_what_decoding_ignores)
         tcf_kernel_t k = kernel_of(a);
         if (!CHECK(a->len <= sizeof mark))
             continue;
-        uint32_t nm = tcf_exec_unread(&k, a->params, a->len, mark);
+        uint32_t nm = tcf_exec_unread(&k, a->params, a->len, a->grid, mark);
         int u = nm && only_unread(a->params, b->params, a->len, mark);
         /* replay leaves such a node unpatched: it must be what fuse mode decodes alike */
         if (!CHECK(!u || s))
             fprintf(stderr, "  launch %zu (%s)\n", i, ks[a->k].name);
         skipped += u;
-        CHECK_EQ_INT(tcf_exec_unread(&k, a->params, a->len - 1, mark), 0);
+        CHECK_EQ_INT(tcf_exec_unread(&k, a->params, a->len - 1, a->grid, mark), 0);
         if (!da)
             continue;
         /* the output pointer moved, wherever the bytes hold it: a byte read moved */
@@ -152,7 +153,7 @@ TEST(unread_bytes_are_what_decoding_ignores)
             if (!memcmp(c + o, &out, 8))
                 memcpy(c + o, &other, 8), found = 1;
         if (found) {
-            CHECK_EQ_INT(tcf_exec_unread(&k, a->params, a->len, mark) > 0 &&
+            CHECK_EQ_INT(tcf_exec_unread(&k, a->params, a->len, a->grid, mark) > 0 &&
                              only_unread(a->params, c, a->len, mark), 0);
             moved++;
         }
@@ -160,7 +161,9 @@ TEST(unread_bytes_are_what_decoding_ignores)
     }
     printf("  %zu of %zu pairs decode alike; %zu of them differ only in bytes marked unread\n",
            same, half, skipped);
-    CHECK(skipped >= same / 2);
+    /* every recorded pair that decodes alike: the strided loops' calculators and functors,
+     * the ReduceOps', the rotary cats' slots past grid.y */
+    CHECK(same >= 50 && skipped == same);
     CHECK(moved >= 40);
     /* another kernel: only the padding between its parameters (int @0, pointer @8) */
     uint32_t off[2] = { 0, 8 }, sz[2] = { 4, 8 };
@@ -168,11 +171,11 @@ TEST(unread_bytes_are_what_decoding_ignores)
     memset(p, 0xab, sizeof p);
     tcf_kernel_t other = { .name = "_Z6myowniPf", .nparams = 2, .off = off, .size = sz,
                            .param_known = 1, .param_bytes = 16 };
-    CHECK_EQ_INT(tcf_exec_unread(&other, p, 16, mark), 4);
+    CHECK_EQ_INT(tcf_exec_unread(&other, p, 16, NULL, mark), 4);
     for (int i = 0; i < 16; i++)
         CHECK_EQ_INT(mark[i], i >= 4 && i < 8);
     tcf_kernel_t unknown = { .name = "" };   /* the driver gave no layout */
-    CHECK_EQ_INT(tcf_exec_unread(&unknown, p, 16, mark), 0);
+    CHECK_EQ_INT(tcf_exec_unread(&unknown, p, 16, NULL, mark), 0);
 }
 
 /* The masks tcf_exec_reads kept with a test's own kernel, freed (the library never frees a
@@ -185,17 +188,18 @@ static void drop_reads(tcf_kernel_t *k)
 
 /* The mask kept with the kernel says what tcf_exec_unread marks, byte for byte; it is
  * made once per value of the dims it depends on (the same pointer again), another for
- * other dims (which it does not take for its own), and none past four of them. */
+ * other dims (which it does not take for its own), and none past four of them; a cat's,
+ * once per grid.y. */
 TEST(reads_mask_kept_with_the_kernel)
 {
     tcf_cfg.rows = 1;
-    size_t half = nls / 2, masked = 0, strided = 0;
+    size_t half = nls / 2, masked = 0, strided = 0, cats = 0;
     uint8_t mark[4096];
     for (size_t i = 0; i < half; i++) {
         const launch_t *a = &ls[i], *b = &ls[half + i];
         tcf_kernel_t k = kernel_of(a);
-        uint32_t nm = tcf_exec_unread(&k, a->params, a->len, mark);
-        const uint8_t *rd = tcf_exec_reads(&k, a->params, a->len);
+        uint32_t nm = tcf_exec_unread(&k, a->params, a->len, a->grid, mark);
+        const uint8_t *rd = tcf_exec_reads(&k, a->params, a->len, a->grid);
         CHECK_EQ_INT(rd != NULL, nm > 0);
         if (!rd) {
             drop_reads(&k);
@@ -218,8 +222,8 @@ TEST(reads_mask_kept_with_the_kernel)
             zeroed &= z[q] == (mark[q] ? 0 : a->params[q]);
         CHECK(zeroed && tcf_exec_reads_same(z, a->params, rd, a->len));
         free(z);
-        CHECK(tcf_exec_reads(&k, a->params, a->len) == rd);
-        CHECK(tcf_exec_reads(&k, a->params, a->len - 1) == NULL);
+        CHECK(tcf_exec_reads(&k, a->params, a->len, a->grid) == rd);
+        CHECK(tcf_exec_reads(&k, a->params, a->len - 1, a->grid) == NULL);
         if (k.dk.loop == TCF_LOOP_STRIDED && !k.is_reduce) {
             /* other dims (as bytes: the key reads no more), each its own mask; past four
              * kept, none */
@@ -231,7 +235,7 @@ TEST(reads_mask_kept_with_the_kernel)
             for (int32_t d = 1; d <= 5; d++) {
                 int32_t nd = (dims + d) % 26;
                 memcpy(c + 8, &nd, 4);
-                got[d - 1] = tcf_exec_reads(&k, c, a->len);
+                got[d - 1] = tcf_exec_reads(&k, c, a->len, a->grid);
             }
             CHECK(got[0] && got[1] && got[2] && !got[3] && !got[4]);
             CHECK(got[0] != rd && got[1] != got[0] && got[2] != got[1]);
@@ -243,10 +247,20 @@ TEST(reads_mask_kept_with_the_kernel)
             strided++;
             free(c);
         }
+        if (k.dk.loop == TCF_LOOP_CAT) {
+            /* one more input: its own mask, which reads the slot the other leaves */
+            uint32_t g[3] = { a->grid[0], a->grid[1] + 1, a->grid[2] };
+            const uint8_t *more = tcf_exec_reads(&k, a->params, a->len, g);
+            uint32_t slot = 8 + 8 * a->grid[1];   /* input[grid.y], the metadata's first */
+            CHECK(more && more != rd && more[slot] == 0xff && rd[slot] == 0x00);
+            CHECK(tcf_exec_reads(&k, a->params, a->len, a->grid) == rd);
+            cats++;
+        }
         drop_reads(&k);
     }
-    printf("  %zu launches with a mask kept, %zu of them strided\n", masked, strided);
-    CHECK(masked >= 40 && strided >= 1);
+    printf("  %zu launches with a mask kept, %zu of them strided, %zu cats\n", masked, strided,
+           cats);
+    CHECK(masked >= 40 && strided >= 1 && cats >= 1);
 }
 
 int main(void)
