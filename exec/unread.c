@@ -82,11 +82,11 @@ static uint64_t tcf_exec_unread_key(tcf_kernel_t *k, int fs, const uint8_t *p, u
     uint32_t a = 0, b = 0;
     if (fs != TCF_FUSE_DECODABLE)
         return 0;
-    if (!k->is_reduce && k->dk.loop == TCF_LOOP_CAT) {
-        a = tcf_grid_y(grid);
-    } else if (k->is_reduce) {
+    if (k->is_reduce) {
         if (k->drk.icalc_off + 4 <= len && k->drk.ocalc_off + 4 <= len)
             memcpy(&a, p + k->drk.icalc_off, 4), memcpy(&b, p + k->drk.ocalc_off, 4);
+    } else if (k->dk.loop == TCF_LOOP_CAT) {
+        a = tcf_grid_y(grid);
     } else if ((k->dk.loop == TCF_LOOP_STRIDED || k->dk.loop == TCF_LOOP_STRIDED_CAST) &&
                len >= 12) {
         memcpy(&a, p + 8, 4);
