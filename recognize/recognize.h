@@ -46,7 +46,8 @@ typedef struct tcf_kernel {
     tcf_decode_reduce_kernel_t drk;
     atomic_int  verdict;      /* TCF_KV_*: its decoding checked alone against it */
     /* exec/unread.c: masks of the bytes its launches' kernel may read, one per value of the
-     * bytes they depend on (an OffsetCalculator's dims), made once each, never freed */
+     * bytes they depend on (an OffsetCalculator's dims, a cat's grid.y), made once each,
+     * never freed */
     _Atomic(struct tcf_reads *) reads[4];
     _Atomic uint64_t code;    /* identity of the code it came from (images.c); 0 unknown */
     atomic_int  code_known;   /* code was looked up */

@@ -302,7 +302,7 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
 
 /* Whether the new bytes b of node n differ from its shadow only in bytes its kernel never
  * reads (exec's tcf_exec_reads: a mask kept with the kernel, 0xff where it may read, for
- * the shadow's calculator dims). */
+ * the shadow's calculator dims and the node's grid). */
 static int tcf_rnode_unread_only(const tcf_rplan_t *p, const tcf_rnode_t *n, const uint8_t *b)
 {
     const uint8_t *sh = p->shadow + n->soff;
