@@ -236,11 +236,14 @@ suite_exits() {
         EXIT_DETAIL+="$mode rc $rc${held:+ held $held}; "
     done
     local us plain_rcs="" fuse_rcs=""
-    # plain with the allocator fuse mode selects: its own teardown at exit is what it is
+    # plain with the allocator fuse mode selects: its own teardown at exit is what it is.
+    # These runs end in 4-10 s; plain itself can hang when the alarm comes while CUDA is
+    # being set up (a 30 ms alarm, 2026-11-28), so each gets 30 s, and a plain hang leaves
+    # the suite's budget time for the runs after it.
     for us in 30000 120000 400000; do
-        run_cmd "exits.alarm$us.plain" 60 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- \
+        run_cmd "exits.alarm$us.plain" 30 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- \
             "$PY" tests/gpu/exits.py alarm "$us"; plain_rcs+="$? "
-        run_cmd "exits.alarm$us.fuse" 60 "${FUSE_ENV[@]}" TCFUSE_CACHE_DIR="$cache" TCFUSE_HOLD_ALL=1 -- \
+        run_cmd "exits.alarm$us.fuse" 30 "${FUSE_ENV[@]}" TCFUSE_CACHE_DIR="$cache" TCFUSE_HOLD_ALL=1 -- \
             "$PY" tests/gpu/exits.py alarm "$us"; rc=$?; fuse_rcs+="$rc "
         # the handler's exit(14) is the only good end: a hang, or a crash such as the abort
         # of a process whose exit ran on another thread (rc 134), fails unless plain did
