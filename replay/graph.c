@@ -6,6 +6,14 @@
  * whole-graph update (a fresh graph with this window's bytes, cuGraphExecUpdate), then as
  * a new instantiation; when that fails too the key is given up.
  *
+ * TCFUSE_REPLAY_RING=2 keeps a second instance of the graph, with its own shadow, and
+ * replays the two in turn. A program whose bytes alternate between two sets (GPT-2's
+ * LayerNorms read a residual stream that PyTorch's allocator hands two blocks in turn)
+ * then finds each instance holding its set and patches nothing after each instance's
+ * first replay; bytes of any other pattern are patched as with one instance. The
+ * alternation is by replay, not by window: a window run as issued between two replays
+ * shifts the phase once, which costs one round of patches.
+ *
  * A CUkernel handle (what cudart launches) goes into a node's `kern` with the window's
  * context; a CUfunction into `func`. */
 #include <stdlib.h>
@@ -178,6 +186,24 @@ refused:
     return -1;
 }
 
+/* The second instance (TCFUSE_REPLAY_RING=2), from p's graph and shadow; refused, p
+ * keeps one. */
+static void tcf_rgraph_ring(tcf_rplan_t *p)
+{
+    CUgraphExec x = NULL;
+    uint8_t *sh = tcf_malloc(p->shadow_len ? p->shadow_len : 8);
+    if (!sh || tcf_drv.graph_instantiate(&x, p->graph, 0) != CUDA_SUCCESS || !x) {
+        free(sh);
+        atomic_fetch_add(&tcf_rctr.ring_failed, 1);
+        return;
+    }
+    memcpy(sh, p->shadow, p->shadow_len);
+    p->exec1 = x;
+    p->shadow1 = sh;
+    p->mem *= 2;
+    atomic_fetch_add(&tcf_rctr.ring_built, 1);
+}
+
 int tcf_rgraph_build(tcf_rplan_t *p, int *reason)
 {
     uint8_t **bytes_of = tcf_malloc(p->n * sizeof *bytes_of);
@@ -204,6 +230,9 @@ int tcf_rgraph_build(tcf_rplan_t *p, int *reason)
     p->graph = g;
     p->exec = x;
     p->mem = tcf_rgraph_mem_estimate(p);
+    p->turn = 0;
+    if (tcf_cfg.replay_ring > 1)
+        tcf_rgraph_ring(p);
     rc = 0;
 out:
     free(bytes_of);
@@ -211,9 +240,13 @@ out:
     return rc;
 }
 
-/* Patching failed: the whole graph is brought to this window's bytes by an update from a
- * fresh graph, or else by a new instantiation from it. 0, or -1 with *reason. */
-static int tcf_rgraph_refresh(tcf_rplan_t *p, uint8_t *const *bytes_of, int *reason)
+/* Patching instance *x (shadow *sh) failed: it is brought to this window's bytes by an
+ * update from a fresh graph, or else replaced by a new instantiation from it. A new
+ * instantiation has other nodes than the graph both instances came from, so the ring's
+ * second instance goes with the old graph, and *x, *sh become the new one's (p's only
+ * instance). 0, or -1 with *reason. */
+static int tcf_rgraph_refresh(tcf_rplan_t *p, CUgraphExec *x_io, uint8_t **sh_io,
+                              uint8_t *const *bytes_of, int *reason)
 {
     CUgraphNode *nodes = tcf_malloc(p->n * sizeof *nodes);
     CUgraph g = NULL;
@@ -228,7 +261,7 @@ static int tcf_rgraph_refresh(tcf_rplan_t *p, uint8_t *const *bytes_of, int *rea
     CUgraphExecUpdateResultInfo info;
     memset(&info, 0, sizeof info);
     if (!tcf_fault(TCF_FAULT_GRAPH_UPDATE) &&
-        tcf_drv.graph_exec_update(p->exec, g, &info) == CUDA_SUCCESS) {
+        tcf_drv.graph_exec_update(*x_io, g, &info) == CUDA_SUCCESS) {
         /* The exec's nodes are still those of the graph it was instantiated from. */
         tcf_drv.graph_destroy(g);
         atomic_fetch_add(&tcf_rctr.updates, 1);
@@ -241,16 +274,20 @@ static int tcf_rgraph_refresh(tcf_rplan_t *p, uint8_t *const *bytes_of, int *rea
             *reason = TCF_RG_update_failed;
             return -1;
         }
-        tcf_rgraph_destroy(p->graph, p->exec);  /* freed when its last launch completes */
+        tcf_rgraph_destroy(p->graph, p->exec);  /* freed when their last launch completes */
+        tcf_rgraph_destroy(NULL, p->exec1);
+        free(p->shadow1);
+        p->exec1 = NULL, p->shadow1 = NULL;
         p->graph = g;
         p->exec = x;
         for (uint32_t i = 0; i < p->n; i++)
             p->nodes[i].node = nodes[i];
+        *x_io = p->exec, *sh_io = p->shadow;
         atomic_fetch_add(&tcf_rctr.reinstantiated, 1);
     }
     free(nodes);
     for (uint32_t i = 0; i < p->n; i++)
-        memcpy(p->shadow + p->nodes[i].soff, bytes_of[i], p->nodes[i].sig.pbytes);
+        memcpy(*sh_io + p->nodes[i].soff, bytes_of[i], p->nodes[i].sig.pbytes);
     return 0;
 }
 
@@ -300,12 +337,11 @@ int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *pa
     return rc;
 }
 
-/* Whether the new bytes b of node n differ from its shadow only in bytes its kernel never
+/* Whether the new bytes b of node n differ from its shadow sh only in bytes its kernel never
  * reads (exec's tcf_exec_reads: a mask kept with the kernel, 0xff where it may read, for
  * the shadow's calculator dims and the node's grid). */
-static int tcf_rnode_unread_only(const tcf_rplan_t *p, const tcf_rnode_t *n, const uint8_t *b)
+static int tcf_rnode_unread_only(const tcf_rnode_t *n, const uint8_t *sh, const uint8_t *b)
 {
-    const uint8_t *sh = p->shadow + n->soff;
     const uint8_t *rd = n->k ? tcf_exec_reads(n->k, sh, n->sig.pbytes, n->sig.grid) : NULL;
     return rd && tcf_exec_reads_same(sh, b, rd, n->sig.pbytes);
 }
@@ -338,9 +374,12 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
     size_t exsize;
     int failed = 0, timed = tcf_cfg.stats;
     tcf_rtimes_t tm = { 0 };
+    int second = p->exec1 && (p->turn++ & 1);
+    CUgraphExec x = second ? p->exec1 : p->exec;
+    uint8_t *shadow = second ? p->shadow1 : p->shadow;
     for (uint32_t i = 0; i < p->n; i++) {
         tcf_rnode_t *n = &p->nodes[i];
-        uint8_t *sh = p->shadow + n->soff;
+        uint8_t *sh = shadow + n->soff;
         if (!memcmp(sh, bytes_of[i], n->sig.pbytes))
             continue;
         if (tcf_rnode_is_op(n)) {
@@ -351,8 +390,8 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             uint64_t t0 = timed ? tcf_now_ns() : 0;
             if (tcf_fault(TCF_FAULT_GRAPH_PATCH) ||
                 (n->sig.kind == TCF_R_KIND_MEMSET
-                     ? tcf_drv.graph_exec_memset_node_set_params(p->exec, n->node, &ms, ctx)
-                     : tcf_drv.graph_exec_memcpy_node_set_params(p->exec, n->node, &mc, ctx)) !=
+                     ? tcf_drv.graph_exec_memset_node_set_params(x, n->node, &ms, ctx)
+                     : tcf_drv.graph_exec_memcpy_node_set_params(x, n->node, &mc, ctx)) !=
                 CUDA_SUCCESS) {
                 atomic_fetch_add(&tcf_rctr.patch_failed, 1);
                 failed = 1;
@@ -367,7 +406,7 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
         /* Only bytes its kernel never reads moved: the node runs the same unpatched
          * (TCFUSE_REPLAY_UNREAD). The shadow takes the new bytes all the same (the bytes
          * read are the node's), so that a window that repeats them compares equal. */
-        if (tcf_cfg.replay_unread && tcf_rnode_unread_only(p, n, bytes_of[i])) {
+        if (tcf_cfg.replay_unread && tcf_rnode_unread_only(n, sh, bytes_of[i])) {
             memcpy(sh, bytes_of[i], n->sig.pbytes);
             tm.unread++;
             continue;
@@ -381,7 +420,7 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
         tcf_rnode_params(&n->sig, n->k, p->ctx, bytes_of[i], pp, ex, &exsize, &np);
         uint64_t t0 = timed ? tcf_now_ns() : 0;
         if (tcf_fault(TCF_FAULT_GRAPH_PATCH) ||
-            tcf_drv.graph_exec_kernel_node_set_params(p->exec, n->node, &np) != CUDA_SUCCESS) {
+            tcf_drv.graph_exec_kernel_node_set_params(x, n->node, &np) != CUDA_SUCCESS) {
             atomic_fetch_add(&tcf_rctr.patch_failed, 1);
             failed = 1;
             break;
@@ -393,13 +432,13 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
     }
     tcf_pp_free(&b);
     if (failed) {
-        if (tcf_rgraph_refresh(p, bytes_of, reason) != 0)
+        if (tcf_rgraph_refresh(p, &x, &shadow, bytes_of, reason) != 0)
             return -1;
         *patched = p->n;
     }
     uint64_t t0 = timed ? tcf_now_ns() : 0;
     if (tcf_fault(TCF_FAULT_GRAPH_LAUNCH) ||
-        tcf_drv.graph_launch(p->exec, (CUstream)(uintptr_t)stream) != CUDA_SUCCESS) {
+        tcf_drv.graph_launch(x, (CUstream)(uintptr_t)stream) != CUDA_SUCCESS) {
         *reason = TCF_RG_launch_failed;
         return -1;
     }

@@ -164,6 +164,15 @@ typedef struct tcf_rplan {
     uint32_t          shadow_len;
     CUgraph           graph;           /* the one exec was instantiated from */
     CUgraphExec       exec;
+    /* TCFUSE_REPLAY_RING=2: a second instance of graph, with its own shadow, replayed on
+     * every other replay (turn counts them). Bytes that alternate between two sets then
+     * find each instance holding its set. NULL: one instance (the option, its
+     * instantiation failed, or a re-instantiation replaced the graph). mem counts it,
+     * and still does after a re-instantiation dropped it (mem changes under the table's
+     * lock only). */
+    CUgraphExec       exec1;
+    uint8_t          *shadow1;
+    uint32_t          turn;
     uint64_t          mem;             /* device memory held, estimated */
     uint64_t          used;            /* recency: the table's tick at its last replay */
     int               busy;            /* flushes using it now (table lock) */
@@ -311,11 +320,13 @@ int tcf_rjudge_first_has(uint64_t h);
 /* --- graphs (graph.c) ---------------------------------------------------------------- */
 /* Whether the driver has every entry point graph mode needs. */
 int tcf_rgraph_api(void);
-/* Builds p's graph from its nodes and shadow and instantiates it (ctx must be current).
- * 0, or -1 with *reason a TCF_RG_*. Nothing is left allocated on failure. */
+/* Builds p's graph from its nodes and shadow and instantiates it (ctx must be current),
+ * twice under TCFUSE_REPLAY_RING=2 (a second instance refused leaves one). 0, or -1 with
+ * *reason a TCF_RG_*. Nothing is left allocated on failure. */
 int tcf_rgraph_build(tcf_rplan_t *p, int *reason);
 /* Runs window w's held launches as p's graph on stream: patches the nodes whose bytes
- * differ from the shadow (a failed patch updates the whole graph, then re-instantiates),
+ * differ from the shadow of the instance whose turn it is (a failed patch updates the
+ * whole graph, then re-instantiates),
  * launches it, then issues the held frees. 0 replayed; -1 nothing ran (the caller issues
  * the held work as is), with *reason set when the key must be given up. */
 int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched);
@@ -436,6 +447,7 @@ typedef struct {
                   issued_collision, issued_exit, issued_held_launches;
     atomic_ullong learned, learn_untracked, not_buildable, keys_reclaimed;
     atomic_ullong built_bg, built_sync, updates, reinstantiated, evicted, patch_failed;
+    atomic_ullong ring_built, ring_failed;   /* second instances made, and refused */
     atomic_ullong no_worker;   /* graphs built on the application's thread: no worker */
     atomic_ullong gave_up[TCF_RG__COUNT];
     atomic_ullong not_held[TCF_RN__COUNT];

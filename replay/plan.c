@@ -96,16 +96,23 @@ static void tcf_rplan_drop_graph(tcf_rplan_t *p)
             tcf_rretired[tcf_rnretired].x = p->exec;
             tcf_rnretired++;
         }  /* else leaked: the context's end frees it */
+        if (p->exec1 && tcf_rnretired < TCF_RRETIRE) {   /* the ring's second instance */
+            tcf_rretired[tcf_rnretired].g = NULL;
+            tcf_rretired[tcf_rnretired].x = p->exec1;
+            tcf_rnretired++;
+        }
         if (p->state == TCF_RP_READY) {
             tcf_rlive--;
             tcf_rmem -= p->mem;
         }
     }
-    p->graph = NULL, p->exec = NULL, p->mem = 0;
+    p->graph = NULL, p->exec = NULL, p->exec1 = NULL, p->mem = 0;
     for (uint32_t i = 0; i < p->n && p->nodes; i++)
         free(p->nodes[i].nattr ? p->nodes[i].attr : NULL);
     free(p->nodes);
     free(p->shadow);
+    free(p->shadow1);
+    p->shadow1 = NULL;
     free(p->osig);
     p->nodes = NULL, p->shadow = NULL, p->n = 0, p->shadow_len = 0;
     p->osig = NULL, p->norig = p->fused = p->removed = 0;

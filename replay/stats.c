@@ -88,10 +88,14 @@ void tcf_replay_stats_print(void)
     char nw[48] = "";
     if (L(no_worker))
         snprintf(nw, sizeof nw, " (%llu: no worker thread)", L(no_worker));
+    char ring[96] = "";
+    if (tcf_cfg.replay_ring > 1)
+        snprintf(ring, sizeof ring, ", %llu of them with a second instance (TCFUSE_REPLAY_RING; "
+                 "%llu refused)", L(ring_built), L(ring_failed));
     tcf_out("  graphs        %llu made (%llu in the background, %llu on the application's "
-            "thread%s), %llu whole-graph updates, %llu re-instantiated, %llu evicted; %llu held, "
+            "thread%s)%s, %llu whole-graph updates, %llu re-instantiated, %llu evicted; %llu held, "
             "~%s of device memory (peak ~%s)",
-            L(built_bg) + L(built_sync), L(built_bg), L(built_sync), nw, L(updates),
+            L(built_bg) + L(built_sync), L(built_bg), L(built_sync), nw, ring, L(updates),
             L(reinstantiated), L(evicted), (unsigned long long)graphs, m1, m2);
     char rc[64] = "";
     if (L(keys_reclaimed))

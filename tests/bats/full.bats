@@ -67,6 +67,26 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     [ "$(grep -c '^cuGraphExecKernelNodeSetParams_v2 .* rc=0$' "$T/swap.full.log")" = 10 ]
 }
 
+@test "full: with two instances (TCFUSE_REPLAY_RING=2), swapped buffers are patched once" {
+    # the generated kernel's argument (found in the memo) and tanh's pointers alternate
+    # between the two sets of buffers: one instance patches both nodes every replay; two,
+    # replayed in turn, patch them once, at the first replay (the graph was made with the
+    # other set's bytes), and never after (no window runs as issued between replays here:
+    # the judge is off)
+    base ring.plain "$PROGS/fusechain" 12 swap
+    local r
+    for r in 1 2; do
+        TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
+            TCFUSE_REPLAY_JUDGE=0 TCFUSE_REPLAY_RING=$r tcf "ring$r.full" "$PROGS/fusechain" 12 swap
+        [ "$status" = 0 ] || { cat "$T/ring$r.full.err"; return 1; }
+        same_text "ring $r: stdout" "$T/ring.plain.out" "$T/ring$r.full.out"
+        same_work "$T/ring.plain.log" "$T/ring$r.full.log"
+        expect_line "$T/ring$r.full.err" '^tcfuse: +full +9 windows replayed with generated kernels'
+    done
+    expect_line "$T/ring1.full.err" 'patches +nodes patched per replay: 2-3:9; mean 2.00, max 2;'
+    expect_line "$T/ring2.full.err" 'patches +nodes patched per replay: 0:8 2-3:1; mean 0.22, max 2;'
+}
+
 @test "full: while a key's kernel compiles its windows replay a plain graph, then a fused one replaces it" {
     # No compile wait: the key is warm long before the worker has compiled and verified
     # mul+add; meanwhile its windows replay graph mode's graph of the launches, and the

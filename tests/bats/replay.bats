@@ -107,6 +107,45 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
         { echo "stub saw $n patches; stats say:"; stats_line "$T/loop.graph.err" patches; return 1; }
 }
 
+@test "graph: with two instances (TCFUSE_REPLAY_RING=2), bytes that alternate between two sets are patched once" {
+    # one instance: every replay patches what changed since the iteration before
+    replay_vs_eager alt1 TCFUSE_REPLAY_SYNC=1 -- alternate 8
+    expect_line "$T/alt1.graph.err" 'patches +nodes patched per replay: 4-7:5 16-31:5; mean 15.00, max 24;'
+    # two, replayed in turn: each key's graph is made from iteration 2's window and first
+    # replayed at iteration 3, whose bytes are the other set's: that replay patches; the
+    # second instance then runs iteration 4 (the set it was made with) and every later
+    # replay finds its instance holding its set
+    replay_vs_eager alt2 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_RING=2 -- alternate 8
+    expect_line "$T/alt2.graph.err" 'patches +nodes patched per replay: 0:8 4-7:1 16-31:1; mean 3.00, max 24;'
+    expect_line "$T/alt2.graph.err" 'graphs +2 made \(0 in the background, 2 on the application.s thread\), 2 of them with a second instance \(TCFUSE_REPLAY_RING; 0 refused\), .*; 2 held, ~0\.4 MiB of device memory'
+    expect_line "$T/alt1.graph.err" 'graphs +2 made .*; 2 held, ~0\.2 MiB of device memory'
+    # each instance launched in turn: the stub saw two execs of each graph
+    [ "$(grep -oE '^cuGraphLaunch exec=0x[0-9a-f]+' "$T/alt2.graph.log" | sort -u | wc -l)" = 4 ]
+    [ "$(grep -c '^cuGraphExecKernelNodeSetParams_v2 .* rc=0$' "$T/alt2.graph.log")" = 30 ]
+    # bytes that never repeat: patched as with one instance, the same kernels run
+    replay_vs_eager loop2 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_RING=2 -- loop 8
+    expect_line "$T/loop2.graph.err" 'patches +nodes patched per replay: 4-7:5 16-31:5; mean 15.00, max 24;'
+    # in the background too (the iteration that replays first depends on the worker)
+    replay_vs_eager alt2-bg TCFUSE_REPLAY_RING=2 -- alternate 40
+    replay_vs_eager memset2 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_RING=2 -- memset 8
+    # a refused patch with two instances: the instance whose turn it is is updated whole;
+    # an update refused too re-instantiates, and the new graph's instance is the only one
+    replay_vs_eager patch2 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_RING=2 \
+        FAKECUDA_FAIL=cuGraphExecKernelNodeSetParams_v2 -- alternate 8
+    expect_line "$T/patch2.graph.err" 'graphs .* 2 whole-graph updates, 0 re-instantiated'
+    [ "$(replayed "$T/patch2.graph.err")" = 10 ]
+    replay_vs_eager update2 TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_RING=2 \
+        FAKECUDA_FAIL=cuGraphExecKernelNodeSetParams_v2,cuGraphExecUpdate_v2 -- loop 8
+    expect_line "$T/update2.graph.err" 'graphs .* 0 whole-graph updates, 10 re-instantiated'
+    [ "$(replayed "$T/update2.graph.err")" = 10 ]
+    # a second instance refused: the key replays its one (the other key's first
+    # instantiation refused gives it up)
+    replay_vs_eager ring-refused TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_RING=2 \
+        FAKECUDA_FAIL_AFTER=cuGraphInstantiateWithFlags:1 -- alternate 8
+    expect_line "$T/ring-refused.graph.err" 'graphs +1 made .*, 0 of them with a second instance \(TCFUSE_REPLAY_RING; 1 refused\)'
+    [ "$(replayed "$T/ring-refused.graph.err")" = 5 ]
+}
+
 @test "graph: a node is left unpatched where only bytes its kernel never reads moved" {
     # fusechain launches PyTorch's mul, add and tanh by their real names and layouts. With
     # `noise` over one set of buffers, mul's functor padding (bytes PyTorch leaves as its

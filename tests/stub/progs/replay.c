@@ -7,6 +7,8 @@
  * stream, as one without.
  *   loop       ITERS x (40 launches: ka kb kc kd ka ... on stream s0) |cuStreamSynchronize
  *   fixed      the same with the same bytes every iteration (nothing to patch)
+ *   alternate  the same with iteration it % 2's bytes: two sets in turn (each instance of a
+ *              ring of two, TCFUSE_REPLAY_RING=2, holds one)
  *   stretch    ITERS x (90 launches as loop's) |cuStreamSynchronize: a stretch whose last
  *              windows slow end cuts (after 4, 8, 16 and 32, the 30 left as 15, 8, 7)
  *   short      ITERS x (ka kb) |sync: windows of 2 launches
@@ -75,7 +77,7 @@ static void *sym(const char *base, int version)
 /* Launch j of iteration it on stream s: kernels in turn, buffers and scalars moving. */
 static CUresult one(int it, int j, CUstream s, int vary)
 {
-    int v = vary ? it : 0;
+    int v = vary == 2 ? it % 2 : vary ? it : 0;
     CUdeviceptr a = w.buf[(j + v) % 4], b = w.buf[(j + v + 1) % 4];
     switch (j % 4) {
     case 0: return launch_ka(&d, &w, s, v * 100 + j, a);
@@ -168,8 +170,8 @@ int main(int argc, char **argv)
     instantiate = sym("cuGraphInstantiate", 13000);
     graph_launch = sym("cuGraphLaunch", 13000);
 
-    if (!strcmp(sc, "loop") || !strcmp(sc, "fixed")) {
-        run_loop(iters, 40, !strcmp(sc, "loop"));
+    if (!strcmp(sc, "loop") || !strcmp(sc, "fixed") || !strcmp(sc, "alternate")) {
+        run_loop(iters, 40, !strcmp(sc, "loop") ? 1 : !strcmp(sc, "alternate") ? 2 : 0);
     } else if (!strcmp(sc, "stretch")) {
         run_loop(iters, 90, 1);
     } else if (!strcmp(sc, "restart")) {
