@@ -11,6 +11,7 @@
 #include "check.h"
 #include "fixture_kernels.h"
 #include "recognize/decode_reduce.h"
+#include "recognize/recognize.h"
 #include "trace/read.h"
 typedef struct {
     size_t k;                       /* index into ks */
@@ -33,6 +34,16 @@ static inline tcf_decode_launch_t fixture_decode_launch(const launch_t *x, const
     return (tcf_decode_launch_t){ k->name, k->np, k->off, k->sz, params, len,
                                   { grid[0], grid[1], grid[2] },
                                   { x->block[0], x->block[1], x->block[2] } };
+}
+
+/* A kernel as capture makes it from the driver's layout, for launch x (what exec's marks
+ * and masks take). */
+static inline tcf_kernel_t fixture_kernel(const launch_t *x)
+{
+    const kern_t *k = &ks[x->k];
+    tcf_kernel_t kk = { .name = k->name, .nparams = k->np, .off = k->off, .size = k->sz,
+                        .param_known = 1, .param_bytes = x->len };
+    return kk;
 }
 
 /* Adds the launches of the trace at path whose kernel's name `want` accepts. */

@@ -103,15 +103,6 @@ TEST(another_operand_decodes_otherwise)
     CHECK(tried >= 40);
 }
 
-/* A kernel as capture makes it from the driver's layout, for the fixture's launch x. */
-static tcf_kernel_t kernel_of(const launch_t *x)
-{
-    const kern_t *k = &ks[x->k];
-    tcf_kernel_t kk = { .name = k->name, .nparams = k->np, .off = k->off, .size = k->sz,
-                        .param_known = 1, .param_bytes = x->len };
-    return kk;
-}
-
 /* Whether a and b differ only in bytes mark says k never reads. */
 static int only_unread(const uint8_t *a, const uint8_t *b, uint32_t len, const uint8_t *mark)
 {
@@ -132,7 +123,7 @@ TEST(unread_bytes_are_what_decoding_ignores)
         int da = item_of(a, &ia), db = item_of(b, &ib);
         int s = da && db && !memcmp(&ia, &ib, sizeof ia);
         same += s;
-        tcf_kernel_t k = kernel_of(a);
+        tcf_kernel_t k = fixture_kernel(a);
         if (!CHECK(a->len <= sizeof mark))
             continue;
         uint32_t nm = tcf_exec_unread(&k, a->params, a->len, a->grid, mark);
@@ -197,7 +188,7 @@ TEST(reads_mask_kept_with_the_kernel)
     uint8_t mark[4096];
     for (size_t i = 0; i < half; i++) {
         const launch_t *a = &ls[i], *b = &ls[half + i];
-        tcf_kernel_t k = kernel_of(a);
+        tcf_kernel_t k = fixture_kernel(a);
         uint32_t nm = tcf_exec_unread(&k, a->params, a->len, a->grid, mark);
         const uint8_t *rd = tcf_exec_reads(&k, a->params, a->len, a->grid);
         CHECK_EQ_INT(rd != NULL, nm > 0);

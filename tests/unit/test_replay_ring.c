@@ -17,21 +17,11 @@
 #include "check.h"
 #include "exec/steps.h"
 #include "fixture_launches.h"
-#include "recognize/recognize.h"
 
 #define TRACE "tests/fixtures/iters-hf-gpt2-1x32.jsonl"
 #define ITERS 4
 
 static int any(const char *name) { (void)name; return 1; }
-
-/* A kernel as capture makes it from the driver's layout, for the fixture's launch x. */
-static tcf_kernel_t kernel_of(const launch_t *x)
-{
-    const kern_t *k = &ks[x->k];
-    tcf_kernel_t kk = { .name = k->name, .nparams = k->np, .off = k->off, .size = k->sz,
-                        .param_known = 1, .param_bytes = x->len };
-    return kk;
-}
 
 /* Whether replay patches a node holding a's bytes for a window bringing b's: they differ
  * in a byte the kernel may read (the marks taken for the bytes the node holds). */
@@ -40,7 +30,7 @@ static int patched(const launch_t *a, const launch_t *b)
     uint8_t mark[4096];
     if (!CHECK(a->k == b->k && a->len == b->len && a->len <= sizeof mark))
         return 1;
-    tcf_kernel_t k = kernel_of(a);
+    tcf_kernel_t k = fixture_kernel(a);
     if (!tcf_exec_unread(&k, a->params, a->len, a->grid, mark))
         memset(mark, 0, a->len);
     for (uint32_t i = 0; i < a->len; i++)
