@@ -15,7 +15,14 @@
 // host's caches made cold by a write of 256 MiB before the patches, and the same cold
 // write followed by the patches and launch made by a second thread that does nothing else
 // (spinning on a flag): whether a launcher thread beside the application, its caches
-// left to the driver, would launch at the idle cost.
+// left to the driver, would launch at the idle cost. Two more cold columns say where a
+// cold launch's time goes: "other first", another graph of one node launched on the
+// stream (untimed) after the cold write and before the patches (if the launch is then
+// cheap, its cost is the stream's and the driver's state, which any launch warms, not
+// this graph's); "touched", the second thread querying the graph and the stream
+// (cudaGraphExecGetFlags, cudaStreamQuery) before the patches (whether warming them from
+// another core, as a thread could while the application builds a window's last launch,
+// makes the application's launch cheaper).
 // Prints medians over the rounds, in microseconds.
 //
 //   nvcc -O2 -arch=sm_90 -o patch_cost bench/patch_cost.cu && ./patch_cost [spin_us]
@@ -168,7 +175,7 @@ static void measure(enum kind k, long long spin_ns, int busy, double *patch, dou
 // The launcher thread of state 3: waits (spinning) for a round, patches the first k nodes
 // of ex and launches it, and reports the two times.
 static struct {
-    int go, done, quit, k;   // flags by __atomic builtins
+    int go, done, quit, k, touch;   // flags by __atomic builtins; touch: query ex, s only
     cudaGraphExec_t ex;
     cudaGraphNode_t *nodes;
     cudaKernelNodeParams *kp;
@@ -183,6 +190,13 @@ static void *launcher(void *arg) {
         }
         __atomic_store_n(&lr.go, 0, __ATOMIC_RELAXED);
         if (lr.quit) return NULL;
+        if (lr.touch) {
+            unsigned long long flags;
+            CK(cudaGraphExecGetFlags(lr.ex, &flags));
+            (void)cudaStreamQuery(s);   // cudaErrorNotReady is an answer too
+            __atomic_store_n(&lr.done, 1, __ATOMIC_RELEASE);
+            continue;
+        }
         double t0 = now_us();
         for (int i = 0; i < lr.k; i++) CK(cudaGraphExecKernelNodeSetParams(lr.ex, lr.nodes[i], &lr.kp[i]));
         double t1 = now_us();
@@ -194,7 +208,7 @@ static void *launcher(void *arg) {
 
 static void launcher_round(int k, cudaGraphExec_t ex, cudaGraphNode_t *nodes, cudaKernelNodeParams *kp,
                            double *patches, double *launch) {
-    lr.k = k, lr.ex = ex, lr.nodes = nodes, lr.kp = kp;
+    lr.k = k, lr.ex = ex, lr.nodes = nodes, lr.kp = kp, lr.touch = 0;
     __atomic_store_n(&lr.go, 1, __ATOMIC_RELEASE);
     while (!__atomic_load_n(&lr.done, __ATOMIC_ACQUIRE)) {
     }
@@ -203,14 +217,25 @@ static void launcher_round(int k, cudaGraphExec_t ex, cudaGraphNode_t *nodes, cu
     CK(cudaStreamSynchronize(s));
 }
 
+// State 5's touch: the launcher thread queries ex and the stream, and returns.
+static void launcher_touch(cudaGraphExec_t ex) {
+    lr.ex = ex, lr.touch = 1;
+    __atomic_store_n(&lr.go, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&lr.done, __ATOMIC_ACQUIRE)) {
+    }
+    __atomic_store_n(&lr.done, 0, __ATOMIC_RELAXED);
+}
+
 // The launch after k of a graph's nodes were patched: 32 kernel nodes of 1 KiB of
 // parameters each (cuBLAS's kernels take about that), the first k patched each round (each
 // pointer moved), then the graph launched. state 0: idle; 1: GPU work queued ahead (busy);
 // 2: idle, with `cold_mib` of host memory written before the patches (the caches then hold
 // the host's work, as after a window of Python); 3: as 2, the patches and launch made by
-// the launcher thread. Medians of the patches' total and of the launch.
+// the launcher thread; 4: as 2, another graph (tiny) launched first; 5: as 2, the launcher
+// thread querying the graph and the stream first. Medians of the patches' total and of
+// the launch.
 static void measure_k(int k, long long spin_ns, int state, char *cold, size_t cold_bytes,
-                      double *patches, double *launch) {
+                      cudaGraphExec_t tiny, double *patches, double *launch) {
     cudaGraph_t g;
     CK(cudaGraphCreate(&g, 0));
     cudaGraphNode_t nodes[NODES];
@@ -235,6 +260,8 @@ static void measure_k(int k, long long spin_ns, int state, char *cold, size_t co
             launcher_round(k, ex, nodes, kp, &pt[r], &lt[r]);
             continue;
         }
+        if (state == 4) CK(cudaGraphLaunch(tiny, s));
+        if (state == 5) launcher_touch(ex);
         double t0 = now_us();
         for (int i = 0; i < k; i++) CK(cudaGraphExecKernelNodeSetParams(ex, nodes[i], &kp[i]));
         launch_timed(ex, t0, &pt[r], &lt[r]);
@@ -272,17 +299,31 @@ int main(int argc, char **argv) {
     memset(cold, 1, cold_bytes);
     printf("graphs of %d kernel nodes of 1 KiB parameters, the first k patched, then launched; "
            "cold: %zu MiB of host memory written before the patches\n", NODES, cold_bytes >> 20);
-    printf("  %-28s %8s %8s %8s %8s %8s %8s %8s %8s\n", "k, patches / launch:", "idle", "", "busy",
-           "", "cold", "", "launcher", "");
+    printf("  %-28s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "k, patches / launch:", "idle",
+           "", "busy", "", "cold", "", "launcher", "", "other 1st", "", "touched", "");
     pthread_t th;
     if (pthread_create(&th, NULL, launcher, NULL)) return 1;
+    // state 4's other graph: one small kernel
+    cudaGraph_t tg;
+    cudaGraphExec_t tiny;
+    float v = 1.0f, *p = buf;
+    void *targs[2] = {&p, &v};
+    cudaKernelNodeParams tp = {};
+    tp.func = (void *)small_kernel, tp.gridDim = dim3(1), tp.blockDim = dim3(32), tp.kernelParams = targs;
+    cudaGraphNode_t tn;
+    CK(cudaGraphCreate(&tg, 0));
+    CK(cudaGraphAddKernelNode(&tn, tg, NULL, 0, &tp));
+    CK(cudaGraphInstantiate(&tiny, tg, 0));
     static const int ks[] = {0, 1, 4, 16, 32};
     for (unsigned j = 0; j < sizeof ks / sizeof ks[0]; j++) {
-        double pt[4], lt[4];
-        for (int st = 0; st < 4; st++) measure_k(ks[j], spin_ns, st, cold, cold_bytes, &pt[st], &lt[st]);
-        printf("  %-28d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", ks[j], pt[0], lt[0], pt[1],
-               lt[1], pt[2], lt[2], pt[3], lt[3]);
+        double pt[6], lt[6];
+        for (int st = 0; st < 6; st++)
+            measure_k(ks[j], spin_ns, st, cold, cold_bytes, tiny, &pt[st], &lt[st]);
+        printf("  %-28d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f\n", ks[j],
+               pt[0], lt[0], pt[1], lt[1], pt[2], lt[2], pt[3], lt[3], pt[4], lt[4], pt[5], lt[5]);
     }
+    CK(cudaGraphExecDestroy(tiny));
+    CK(cudaGraphDestroy(tg));
     lr.quit = 1;
     __atomic_store_n(&lr.go, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
