@@ -326,9 +326,9 @@ int tcf_rgraph_api(void);
 int tcf_rgraph_build(tcf_rplan_t *p, int *reason);
 /* Runs window w's held launches as p's graph on stream: patches the nodes whose bytes
  * differ from the shadow of the instance whose turn it is (a failed patch updates the
- * whole graph, then re-instantiates),
- * launches it, then issues the held frees. 0 replayed; -1 nothing ran (the caller issues
- * the held work as is), with *reason set when the key must be given up. */
+ * whole graph, then re-instantiates), launches it, then issues the held frees. 0
+ * replayed; -1 nothing ran (the caller issues the held work as is), with *reason set when
+ * the key must be given up. */
 int tcf_rgraph_replay(tcf_rplan_t *p, tcf_window_t *w, int *reason, uint32_t *patched);
 /* The second half of a replay, for bytes gathered by the caller (bytes_of[i]: node i's,
  * this window's): patch, launch on stream, the held frees after it. 0, or -1 (*reason). */
