@@ -11,7 +11,7 @@
  * LayerNorms read a residual stream that PyTorch's allocator hands two blocks in turn)
  * then finds each instance holding its set and patches nothing after each instance's
  * first replay; bytes of any other pattern are patched as with one instance. The
- * alternation is by replay, not by window: a window run as issued between two replays
+ * alternation is by replay (the plan's count of them), not by window: a window run as issued between two replays
  * shifts the phase once, which costs one round of patches.
  *
  * A CUkernel handle (what cudart launches) goes into a node's `kern` with the window's
@@ -230,7 +230,6 @@ int tcf_rgraph_build(tcf_rplan_t *p, int *reason)
     p->graph = g;
     p->exec = x;
     p->mem = tcf_rgraph_mem_estimate(p);
-    p->turn = 0;
     if (tcf_cfg.replay_ring > 1)
         tcf_rgraph_ring(p);
     rc = 0;
@@ -374,7 +373,9 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
     size_t exsize;
     int failed = 0, timed = tcf_cfg.stats;
     tcf_rtimes_t tm = { 0 };
-    int second = p->exec1 && (p->turn++ & 1);
+    /* whose turn: replays counts the key's replays that ran (flush.c), this one's not yet;
+     * which instance a rebuilt graph starts with does not matter, both hold its window */
+    int second = p->exec1 && (p->replays & 1);
     CUgraphExec x = second ? p->exec1 : p->exec;
     uint8_t *shadow = second ? p->shadow1 : p->shadow;
     for (uint32_t i = 0; i < p->n; i++) {

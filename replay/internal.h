@@ -165,14 +165,13 @@ typedef struct tcf_rplan {
     CUgraph           graph;           /* the one exec was instantiated from */
     CUgraphExec       exec;
     /* TCFUSE_REPLAY_RING=2: a second instance of graph, with its own shadow, replayed on
-     * every other replay (turn counts them). Bytes that alternate between two sets then
-     * find each instance holding its set. NULL: one instance (the option, its
+     * every other replay (odd replays). Bytes that alternate between two sets then find
+     * each instance holding its set. NULL: one instance (the option, its
      * instantiation failed, or a re-instantiation replaced the graph). mem counts it,
      * and still does after a re-instantiation dropped it (mem changes under the table's
      * lock only). */
     CUgraphExec       exec1;
     uint8_t          *shadow1;
-    uint32_t          turn;
     uint64_t          mem;             /* device memory held, estimated */
     uint64_t          used;            /* recency: the table's tick at its last replay */
     int               busy;            /* flushes using it now (table lock) */
