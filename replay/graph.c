@@ -6,13 +6,14 @@
  * whole-graph update (a fresh graph with this window's bytes, cuGraphExecUpdate), then as
  * a new instantiation; when that fails too the key is given up.
  *
- * TCFUSE_REPLAY_RING=2 keeps a second instance of the graph, with its own shadow, and
- * replays the two in turn. A program whose bytes alternate between two sets (GPT-2's
- * LayerNorms read a residual stream that PyTorch's allocator hands two blocks in turn)
- * then finds each instance holding its set and patches nothing after each instance's
- * first replay; bytes of any other pattern are patched as with one instance. The
- * alternation is by replay (the plan's count of them), not by window: a window run as issued between two replays
- * shifts the phase once, which costs one round of patches.
+ * Two instances (TCFUSE_REPLAY_RING; full mode's default) keep a second instance of the
+ * graph, with its own shadow, and replay the two in turn. A program whose bytes alternate
+ * between two sets (GPT-2's LayerNorms read a residual stream that PyTorch's allocator
+ * hands two blocks in turn) then finds each instance holding its set and patches nothing
+ * after each instance's first replay; bytes of any other pattern are patched as with one
+ * instance. The alternation is by replay (the plan's count of them), not by window: a
+ * window run as issued between two replays shifts the phase once, which costs one round
+ * of patches.
  *
  * A CUkernel handle (what cudart launches) goes into a node's `kern` with the window's
  * context; a CUfunction into `func`. */
@@ -21,6 +22,8 @@
 
 #include "exec/steps.h"
 #include "replay/internal.h"
+
+int tcf_rring = 1;
 
 int tcf_rgraph_api(void)
 {
@@ -186,7 +189,7 @@ refused:
     return -1;
 }
 
-/* The second instance (TCFUSE_REPLAY_RING=2), from p's graph and shadow; refused, p
+/* The second instance (tcf_rring 2), from p's graph and shadow; refused, p
  * keeps one. */
 static void tcf_rgraph_ring(tcf_rplan_t *p)
 {
@@ -230,7 +233,7 @@ int tcf_rgraph_build(tcf_rplan_t *p, int *reason)
     p->graph = g;
     p->exec = x;
     p->mem = tcf_rgraph_mem_estimate(p);
-    if (tcf_cfg.replay_ring > 1)
+    if (tcf_rring > 1)
         tcf_rgraph_ring(p);
     rc = 0;
 out:

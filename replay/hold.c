@@ -557,6 +557,7 @@ void tcf_replay_init(void)
 {
     tcf_rcap = tcf_window_cap();
     tcf_rfull = tcf_cfg.mode == TCF_MODE_FULL;
+    tcf_rring = tcf_cfg.replay_ring ? tcf_cfg.replay_ring : tcf_rfull ? 2 : 1;
     if (!tcf_rgraph_api()) {
         atomic_fetch_add(&tcf_rctr.gave_up[TCF_RG_no_graph_api], 1);
         tcf_log(TCF_LOG_WARN, "graph mode: the driver lacks the graph API; nothing is held");

@@ -320,9 +320,13 @@ int tcf_rjudge_first_has(uint64_t h);
 /* Whether the driver has every entry point graph mode needs. */
 int tcf_rgraph_api(void);
 /* Builds p's graph from its nodes and shadow and instantiates it (ctx must be current),
- * twice under TCFUSE_REPLAY_RING=2 (a second instance refused leaves one). 0, or -1 with
+ * twice with two instances (tcf_rring; a second instance refused leaves one). 0, or -1 with
  * *reason a TCF_RG_*. Nothing is left allocated on failure. */
 int tcf_rgraph_build(tcf_rplan_t *p, int *reason);
+/* Instances of each graph (TCFUSE_REPLAY_RING; its 0 read at init: two in full mode, whose
+ * windows' patches they save, one in graph mode, where they did not pay: PERF.md
+ * 2026-11-28, twelfth). */
+extern int tcf_rring;
 /* Runs window w's held launches as p's graph on stream: patches the nodes whose bytes
  * differ from the shadow of the instance whose turn it is (a failed patch updates the
  * whole graph, then re-instantiates), launches it, then issues the held frees. 0

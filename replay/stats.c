@@ -89,7 +89,7 @@ void tcf_replay_stats_print(void)
     if (L(no_worker))
         snprintf(nw, sizeof nw, " (%llu: no worker thread)", L(no_worker));
     char ring[96] = "";
-    if (tcf_cfg.replay_ring > 1)
+    if (tcf_rring > 1)
         snprintf(ring, sizeof ring, ", %llu of them with a second instance (TCFUSE_REPLAY_RING; "
                  "%llu refused)", L(ring_built), L(ring_failed));
     tcf_out("  graphs        %llu made (%llu in the background, %llu on the application's "

@@ -46,7 +46,7 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     for how in return swap; do
         base "$how.plain" "$PROGS/fusechain" 8 "$how"
         TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
-            tcf "$how.full" "$PROGS/fusechain" 8 "$how"
+            TCFUSE_REPLAY_RING=1 tcf "$how.full" "$PROGS/fusechain" 8 "$how"
         [ "$status" = 0 ] || { cat "$T/$how.full.err"; return 1; }
         same_text "$how: stdout" "$T/$how.plain.out" "$T/$how.full.out"
         same_work "$T/$how.plain.log" "$T/$how.full.log"
@@ -61,13 +61,14 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
         same_text "$how graph: kernels" <(kernels "$T/$how.plain.log") <(kernels "$T/$how.graph.log")
     done
     # fixed pointers: nothing to patch; swapped buffers: the generated kernel's argument
-    # and tanh's pointers change every iteration, both nodes patched each replay
+    # and tanh's pointers change every iteration, both nodes of the one instance patched
+    # each replay
     expect_line "$T/return.full.err" 'patches +nodes patched per replay: 0:5; mean 0.00'
     expect_line "$T/swap.full.err" 'patches +nodes patched per replay: 2-3:5; mean 2.00'
     [ "$(grep -c '^cuGraphExecKernelNodeSetParams_v2 .* rc=0$' "$T/swap.full.log")" = 10 ]
 }
 
-@test "full: with two instances (TCFUSE_REPLAY_RING=2), swapped buffers are patched once" {
+@test "full: with two instances (TCFUSE_REPLAY_RING=2, full mode's default), swapped buffers are patched once" {
     # the generated kernel's argument (found in the memo) and tanh's pointers alternate
     # between the two sets of buffers: one instance patches both nodes every replay; two,
     # replayed in turn, patch them once, at the first replay (the graph was made with the
@@ -75,7 +76,7 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     # the judge is off)
     base ring.plain "$PROGS/fusechain" 12 swap
     local r
-    for r in 1 2; do
+    for r in 1 2 0; do
         TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_COMPILE_WAIT=1 TCFUSE_REPLAY_SYNC=1 \
             TCFUSE_REPLAY_JUDGE=0 TCFUSE_REPLAY_RING=$r tcf "ring$r.full" "$PROGS/fusechain" 12 swap
         [ "$status" = 0 ] || { cat "$T/ring$r.full.err"; return 1; }
@@ -85,6 +86,10 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     done
     expect_line "$T/ring1.full.err" 'patches +nodes patched per replay: 2-3:9; mean 2.00, max 2;'
     expect_line "$T/ring2.full.err" 'patches +nodes patched per replay: 0:8 2-3:1; mean 0.22, max 2;'
+    # 0, the default: two instances in full mode
+    expect_line "$T/ring0.full.err" 'patches +nodes patched per replay: 0:8 2-3:1; mean 0.22, max 2;'
+    expect_line "$T/ring0.full.err" 'graphs +1 made .*, 1 of them with a second instance \(TCFUSE_REPLAY_RING; 0 refused\)'
+    ! grep -q 'second instance' "$T/ring1.full.err"
 }
 
 @test "full: while a key's kernel compiles its windows replay a plain graph, then a fused one replaces it" {
@@ -106,9 +111,10 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
     expect_line "$T/wait.full.err" "ms replaying on the application's threads \\(([4-9][0-9]{3}|[1-9][0-9]{4,})\\.[0-9] us a window\\)"
     expect_line "$T/wait.full.err" "; on the application's threads, [0-9]+\\.[0-9] ms planning replayed windows again \\([0-9]+\\.[0-9] us a window\\), [0-9]+\\.[0-9] ms planning at learning and upgrades$"
     [ "$(full_replayed "$T/wait.full.err")" -gt 0 ] || { cat "$T/wait.full.err"; return 1; }
-    # one graph of each: the plain one first, then the fused one
+    # one graph of each: the plain one first, then the fused one, each instantiated twice
+    # (full mode's two instances)
     expect_line "$T/wait.full.err" '1 graphs made with fused steps, 0 with nothing to fuse'
-    [ "$(grep -c '^cuGraphInstantiate' "$T/wait.full.log")" = 2 ]
+    [ "$(grep -c '^cuGraphInstantiate' "$T/wait.full.log")" = 4 ]
     # the plain graph replayed eager's mul and add before the generated kernel took over
     local plain fused
     plain=$(grep -n '^cuGraphLaunch\.node name=.*CUDAFunctor_add' "$T/wait.full.log" | tail -n 1 | cut -d: -f1)
