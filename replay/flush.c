@@ -179,7 +179,10 @@ static int tcf_rtry_replay(tcf_window_t *w, tcf_rplan_t **plan)
     }
     int done = 0, reason = -1, renew = 0;
     uint32_t patched = 0;
-    if (!tcf_rmatches(p, w)) {
+    if (atomic_load_explicit(&p->launch_refused, memory_order_relaxed)) {
+        reason = TCF_RG_launch_failed;   /* on the launcher thread, at an earlier replay */
+        atomic_fetch_add_explicit(&tcf_rctr.issued_failed, 1, memory_order_relaxed);
+    } else if (!tcf_rmatches(p, w)) {
         atomic_fetch_add_explicit(&tcf_rctr.issued_collision, 1, memory_order_relaxed);
     } else if (tcf_rfull && tcf_rfull_upgrade_due(p, w)) {
         renew = 1;   /* full mode: a plan fusing more replaces this graph */

@@ -367,6 +367,65 @@ static void tcf_rtimes_add(tcf_rplan_t *p, const tcf_rtimes_t *t, uint32_t patch
     atomic_fetch_add_explicit(&p->patched_nodes, patched, memory_order_relaxed);
 }
 
+/* Whether w holds a free (issued after its graph's launch, on this thread). */
+static int tcf_rwindow_frees(const tcf_window_t *w)
+{
+    for (uint32_t i = 0; i < w->nev; i++)
+        if (w->ev[i].held && w->ev[i].kind == TCF_EV_FREE)
+            return 1;
+    return 0;
+}
+
+void tcf_rgraph_issue_nodes(const tcf_rplan_t *p, const uint8_t *shadow, uint64_t stream)
+{
+    tcf_pp_t b = { .pp = NULL };
+    void *ex[5];
+    size_t exsize;
+    CUstream s = (CUstream)(uintptr_t)stream;
+    for (uint32_t i = 0; i < p->n; i++) {
+        const tcf_rnode_t *n = &p->nodes[i];
+        uint8_t *bytes = (uint8_t *)(uintptr_t)(shadow + n->soff);
+        CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+        if (tcf_rnode_is_op(n)) {
+            CUDA_MEMSET_NODE_PARAMS ms;
+            CUDA_MEMCPY3D mc;
+            tcf_rop_params(&n->sig, bytes, &ms, &mc);
+            if (n->sig.kind == TCF_R_KIND_MEMCPY)
+                rc = tcf_drv.memcpy_dtod_async(mc.dstDevice, mc.srcDevice, mc.WidthInBytes, s);
+            else if (ms.elementSize == 1)
+                rc = tcf_drv.memset_d8_async(ms.dst, (unsigned char)ms.value, ms.width, s);
+            else if (ms.elementSize == 2)
+                rc = tcf_drv.memset_d16_async(ms.dst, (unsigned short)ms.value, ms.width, s);
+            else
+                rc = tcf_drv.memset_d32_async(ms.dst, ms.value, ms.width, s);
+        } else {
+            CUDA_KERNEL_NODE_PARAMS np;
+            void **pp = tcf_pp_for(&b, n->k);
+            if (pp) {
+                tcf_rnode_params(&n->sig, n->k, p->ctx, bytes, pp, ex, &exsize, &np);
+                /* a CUkernel launches as the context's function (cudart's handles) */
+                CUfunction f = np.func ? np.func : (CUfunction)(void *)np.kern;
+                if (n->nattr && tcf_drv.launch_kernel_ex) {
+                    CUlaunchConfig c = {
+                        .gridDimX = np.gridDimX, .gridDimY = np.gridDimY, .gridDimZ = np.gridDimZ,
+                        .blockDimX = np.blockDimX, .blockDimY = np.blockDimY,
+                        .blockDimZ = np.blockDimZ, .sharedMemBytes = np.sharedMemBytes,
+                        .hStream = s, .attrs = n->attr, .numAttrs = n->nattr,
+                    };
+                    rc = tcf_drv.launch_kernel_ex(&c, f, np.kernelParams, np.extra);
+                } else {
+                    rc = tcf_drv.launch_kernel(f, np.gridDimX, np.gridDimY, np.gridDimZ,
+                                               np.blockDimX, np.blockDimY, np.blockDimZ,
+                                               np.sharedMemBytes, s, np.kernelParams, np.extra);
+                }
+            }
+        }
+        if (rc != CUDA_SUCCESS)
+            atomic_fetch_add(&tcf_rctr.held_failed, 1);
+    }
+    tcf_pp_free(&b);
+}
+
 int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, uint64_t stream,
                    int *reason, uint32_t *patched)
 {
@@ -381,11 +440,16 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
     int second = p->exec1 && (p->replays & 1);
     CUgraphExec x = second ? p->exec1 : p->exec;
     uint8_t *shadow = second ? p->shadow1 : p->shadow;
+    int waited = 0;
     for (uint32_t i = 0; i < p->n; i++) {
         tcf_rnode_t *n = &p->nodes[i];
         uint8_t *sh = shadow + n->soff;
         if (!memcmp(sh, bytes_of[i], n->sig.pbytes))
             continue;
+        if (!waited) {   /* a queued launch of this instance reads its nodes and shadow */
+            tcf_rlauncher_drain();
+            waited = 1;
+        }
         if (tcf_rnode_is_op(n)) {
             CUDA_MEMSET_NODE_PARAMS ms;
             CUDA_MEMCPY3D mc;
@@ -440,6 +504,17 @@ int tcf_rgraph_run(tcf_rplan_t *p, tcf_window_t *w, uint8_t *const *bytes_of, ui
             return -1;
         *patched = p->n;
     }
+    if (tcf_rlauncher_on()) {
+        if (!tcf_rwindow_frees(w) && tcf_rlauncher_push(p, x, shadow, stream) == 0) {
+            if (timed)
+                tcf_rtimes_add(p, &tm, *patched);
+            for (uint32_t i = 0; i < w->nev; i++)
+                w->ev[i].held = 0;
+            return 0;
+        }
+        atomic_fetch_add_explicit(&tcf_rctr.rl_inline, 1, memory_order_relaxed);
+    }
+    tcf_rlauncher_drain();   /* launched here: after what is queued */
     uint64_t t0 = timed ? tcf_now_ns() : 0;
     if (tcf_fault(TCF_FAULT_GRAPH_LAUNCH) ||
         tcf_drv.graph_launch(x, (CUstream)(uintptr_t)stream) != CUDA_SUCCESS) {

@@ -88,6 +88,7 @@ static uint32_t tcf_rslow_end_cap(const tcf_window_t *w, uint32_t cap)
 
 void tcf_replay_boundary(const char *call)
 {
+    tcf_rlauncher_drain();   /* the call may observe or follow what the launcher holds */
     if (strstr(call, "Synchronize") || !strcmp(call, "cuMemcpyDtoH") || !strcmp(call, "cuMemcpy") ||
         !strcmp(call, "cuMemFree"))
         atomic_fetch_add_explicit(&tcf_rsyncs, 1, memory_order_relaxed);
@@ -178,6 +179,7 @@ void tcf_rissue_held(tcf_window_t *w)
 {
     if (!w->nheld)
         return;
+    tcf_rlauncher_drain();   /* after the graphs queued before it */
     CUcontext prev;
     int sw = tcf_rctx_enter(w, &prev);
     uint64_t launches = 0;
@@ -396,11 +398,11 @@ static int tcf_rquiet_launch(tcf_window_t *w)
     return counted;
 }
 
-int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                      unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
-                      int ptds, void **params, void **extra, const CUlaunchAttribute *attrs,
-                      unsigned nattrs, CUresult *result, tcf_window_t **wout,
-                      tcf_kernel_t **kout)
+static int tcf_rlaunch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
+                       int ptds, void **params, void **extra, const CUlaunchAttribute *attrs,
+                       unsigned nattrs, CUresult *result, tcf_window_t **wout,
+                       tcf_kernel_t **kout)
 {
     *wout = NULL, *kout = NULL;
     if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed))
@@ -458,7 +460,20 @@ int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, uns
     return taken;
 }
 
-int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds)
+int tcf_replay_launch(tcf_via_t via, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                      unsigned bx, unsigned by, unsigned bz, unsigned smem, CUstream stream,
+                      int ptds, void **params, void **extra, const CUlaunchAttribute *attrs,
+                      unsigned nattrs, CUresult *result, tcf_window_t **wout,
+                      tcf_kernel_t **kout)
+{
+    int taken = tcf_rlaunch(via, f, gx, gy, gz, bx, by, bz, smem, stream, ptds, params, extra,
+                            attrs, nattrs, result, wout, kout);
+    if (taken != 1)   /* the caller issues it: after what the launcher holds */
+        tcf_rlauncher_drain();
+    return taken;
+}
+
+static int tcf_rfree(CUdeviceptr ptr, CUstream stream, int ptds)
 {
     if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) ||
         atomic_load_explicit(&tcf_rcapturing, memory_order_relaxed))
@@ -485,8 +500,16 @@ int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds)
     return taken;
 }
 
+int tcf_replay_free(CUdeviceptr ptr, CUstream stream, int ptds)
+{
+    int taken = tcf_rfree(ptr, stream, ptds);
+    if (!taken)   /* the caller frees it: after the graphs queued, which may read the block */
+        tcf_rlauncher_drain();
+    return taken;
+}
+
 /* A memset or a device-to-device copy: a node of the graph like a launch. */
-static int tcf_replay_op(tcf_event_t *proto, CUstream stream, int ptds)
+static int tcf_rop(tcf_event_t *proto, CUstream stream, int ptds)
 {
     if (!atomic_load_explicit(&tcf_ron, memory_order_relaxed) ||
         atomic_load_explicit(&tcf_rcapturing, memory_order_relaxed))
@@ -503,6 +526,14 @@ static int tcf_replay_op(tcf_event_t *proto, CUstream stream, int ptds)
     pthread_mutex_lock(&w->lock);
     int taken = tcf_rtake(w, &sig, tcf_rappend_op, proto);
     pthread_mutex_unlock(&w->lock);
+    return taken;
+}
+
+static int tcf_replay_op(tcf_event_t *proto, CUstream stream, int ptds)
+{
+    int taken = tcf_rop(proto, stream, ptds);
+    if (!taken)   /* the caller issues it: after what the launcher holds */
+        tcf_rlauncher_drain();
     return taken;
 }
 
@@ -551,6 +582,7 @@ static void tcf_rfork_child(void)
 {
     atomic_store(&tcf_ron, 0);
     atomic_store(&tcf_rforked, 1);
+    tcf_rlauncher_forked();
 }
 
 void tcf_replay_init(void)
@@ -575,6 +607,7 @@ void tcf_replay_stop(void)
 {
     if (atomic_load(&tcf_rforked))
         return;
+    tcf_rlauncher_stop();   /* what it holds is issued, and it holds nothing more */
     if (atomic_exchange(&tcf_ron, 0) == 0 && !atomic_load(&tcf_rholding)) {
         tcf_rworker_stop();
         if (tcf_rfull)

@@ -180,6 +180,9 @@ typedef struct tcf_rplan {
      * and the nodes they patched (the stats' costliest keys: what a launch's cost goes
      * with) */
     atomic_ullong     launch_ns, patch_ns, patched_nodes;
+    /* its graph's launch was refused on the launcher thread (launcher.c): its next window
+     * gives the key up */
+    atomic_int        launch_refused;
     int               built_sync;      /* instantiated on the application's thread */
     /* Does it pay: the stream's time from this key's window to the next window, as issued
      * and as a graph (microseconds, the last TCF_R_SAMPLES of each), written under the
@@ -323,6 +326,10 @@ int tcf_rgraph_api(void);
  * twice with two instances (tcf_rring; a second instance refused leaves one). 0, or -1 with
  * *reason a TCF_RG_*. Nothing is left allocated on failure. */
 int tcf_rgraph_build(tcf_rplan_t *p, int *reason);
+/* Issues p's nodes one by one on stream with the bytes at shadow (one of p's instances'
+ * shadows): the work of a replay whose graph launch was refused after its window was gone
+ * (launcher.c). */
+void tcf_rgraph_issue_nodes(const tcf_rplan_t *p, const uint8_t *shadow, uint64_t stream);
 /* Instances of each graph (TCFUSE_REPLAY_RING; its 0 read at init: two in full mode, whose
  * windows' patches they save, one in graph mode, where they did not pay: PERF.md
  * 2026-11-28, twelfth). */
@@ -346,6 +353,27 @@ uint64_t tcf_rgraph_mem_estimate(const tcf_rplan_t *p);
 void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
                       uint8_t *bytes, void **pp, void **ex, size_t *exsize,
                       CUDA_KERNEL_NODE_PARAMS *np);
+
+/* --- the launcher thread (launcher.c) ------------------------------------------------ */
+/* Whether graph launches go to the launcher thread (TCFUSE_REPLAY_LAUNCHER, until exit). */
+int tcf_rlauncher_on(void);
+/* Queues p's launch of instance x (whose shadow is shadow) on stream for the launcher:
+ * 0, or -1 when the caller must launch it inline, after tcf_rlauncher_drain. */
+int tcf_rlauncher_push(tcf_rplan_t *p, CUgraphExec x, const uint8_t *shadow, uint64_t stream);
+extern atomic_ullong tcf_rl_queued, tcf_rl_done;
+void tcf_rlauncher_wait(void);
+/* Returns once every launch queued before it was made: called before anything that must
+ * follow queued work (launcher.c lists them). Nothing queued: two loads. */
+static inline void tcf_rlauncher_drain(void)
+{
+    if (atomic_load_explicit(&tcf_rl_queued, memory_order_relaxed) !=
+        atomic_load_explicit(&tcf_rl_done, memory_order_relaxed))
+        tcf_rlauncher_wait();
+}
+/* At exit: what is queued is made, and every later launch is inline. */
+void tcf_rlauncher_stop(void);
+/* In a child of fork(): nothing queued, nothing to wait for, no launcher. */
+void tcf_rlauncher_forked(void);
 
 /* --- full mode (full.c) --------------------------------------------------------------- */
 /* TCFUSE_MODE=full: plans are made from exec's steps of the window (exec/steps.h). */
@@ -451,6 +479,11 @@ typedef struct {
     atomic_ullong learned, learn_untracked, not_buildable, keys_reclaimed;
     atomic_ullong built_bg, built_sync, updates, reinstantiated, evicted, patch_failed;
     atomic_ullong ring_built, ring_failed;   /* second instances made, and refused */
+    /* TCFUSE_REPLAY_LAUNCHER: graph launches queued to the launcher thread, made inline
+     * instead (no thread, queue full, after exit began), refused there (their nodes issued
+     * one by one); the application's threads' waits for the queue, and their time; with
+     * stats on, the launcher's time in graph launches */
+    atomic_ullong rl_queued, rl_inline, rl_failed, rl_waits, rl_wait_ns, rl_launch_ns;
     atomic_ullong no_worker;   /* graphs built on the application's thread: no worker */
     atomic_ullong gave_up[TCF_RG__COUNT];
     atomic_ullong not_held[TCF_RN__COUNT];

@@ -90,6 +90,8 @@ void tcf_rplan_done(tcf_rplan_t *p)
 /* The graph goes to the worker to destroy; the plan keeps its key and its counts. */
 static void tcf_rplan_drop_graph(tcf_rplan_t *p)
 {
+    if (p->exec)   /* a queued launch of it reads its instance, nodes and shadow */
+        tcf_rlauncher_drain();
     if (p->exec || p->graph) {
         if (tcf_rnretired < TCF_RRETIRE) {
             tcf_rretired[tcf_rnretired].g = p->graph;

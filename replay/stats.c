@@ -61,6 +61,16 @@ void tcf_replay_stats_print(void)
                 kern ? (double)L(patch_kernel_ns) / 1e3 / (double)kern : 0.0, po,
                 ops ? (double)L(patch_op_ns) / 1e3 / (double)ops : 0.0, la,
                 (double)L(replay_ns) / us - pk - po - la);
+        if (tcf_cfg.replay_launcher) {
+            unsigned long long q = L(rl_queued);
+            tcf_out("  launcher      %llu graph launches made on tcfuse's launcher thread (%.1f us "
+                    "each; TCFUSE_REPLAY_LAUNCHER), %llu on the application's (a free after the "
+                    "graph, no thread, the queue full, exit), %llu refused there and their "
+                    "nodes issued one by one; the application's threads waited for it %llu "
+                    "times, %.1f ms in all", q,
+                    q ? (double)L(rl_launch_ns) / 1e3 / (double)q : 0.0, L(rl_inline),
+                    L(rl_failed), L(rl_waits), (double)L(rl_wait_ns) / 1e6);
+        }
         if (tcf_cfg.replay_unread)
             tcf_out("  unread        %llu kernel nodes left unpatched: only bytes their kernel "
                     "never reads had changed (TCFUSE_REPLAY_UNREAD), %llu patched",

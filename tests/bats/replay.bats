@@ -21,13 +21,23 @@ setup() {
 # grid, block, smem, stream, parameter bytes), memsets ("M elem dst value count stream"),
 # copies ("C dst src bytes stream"), and the frees between them ("X ...").
 ran() {
-    grep -E '^(cuLaunchKernel(Ex)?(_ptsz)?|cuGraphLaunch\.(node|memset|memcpy)|cuMemFreeAsync|cuMemsetD(8|16|32)Async|cuMemcpyDtoDAsync_v2) .* rc=0$' "$1" |
+    grep -E '^(cuLaunchKernel(Ex)?(_ptsz)?|cuGraphLaunch\.(node|memset|memcpy)|cuMemFreeAsync(_ptsz)?|cuMemsetD(8|16|32)Async(_ptsz)?|cuMemcpyDtoDAsync_v2(_ptsz)?) .* rc=0$' "$1" | ran_lines
+}
+ran_lines() {
+    sed -E 's/^(cuMemFreeAsync|cuMemsetD(8|16|32)Async|cuMemcpyDtoDAsync_v2)_ptsz /\1 /' |
         sed -E 's/^([^ ]+) name=([^ ]+) .*grid=([^ ]+) block=([^ ]+) smem=([^ ]+) stream=([^ ]+).* params=([^ ]*) form=.*/K \2 \3 \4 \5 \6 \7/
                 s/^cuMemsetD(8|16|32)Async dst=([^ ]+) value=([^ ]+) count=([^ ]+) stream=([^ ]+) .*/M \1 \2 \3 \4 \5/
                 s/^cuGraphLaunch\.memset dst=([^ ]+) value=([^ ]+) elem=([^ ]+) count=([^ ]+) stream=([^ ]+) .*/M \3 \1 \2 \4 \5/
                 s/^(cuMemcpyDtoDAsync_v2|cuGraphLaunch\.memcpy) dst=([^ ]+) src=([^ ]+) size=([^ ]+) stream=([^ ]+) .*/C \2 \3 \4 \5/
                 s/^(cuMemFreeAsync) /X \1 /' |
         sed -E 's/^M 4 /M 32 /; s/^M 2 /M 16 /; s/^M 1 /M 8 /'
+}
+# ran's lines with the calls that wait for or order against the device among them ("B
+# call args"): where each falls among the kernels.
+ran_with_boundaries() {
+    grep -E '^(cuLaunchKernel(Ex)?(_ptsz)?|cuGraphLaunch\.(node|memset|memcpy)|cuMemFreeAsync(_ptsz)?|cuMemsetD(8|16|32)Async(_ptsz)?|cuMemcpyDtoDAsync_v2(_ptsz)?|(cuStreamSynchronize|cuCtxSynchronize|cuEventRecord|cuEventSynchronize|cuEventQuery|cuStreamQuery|cuStreamWaitEvent|cuMemcpy(HtoD|DtoH)(Async)?(_v2)?|cuLaunchHostFunc)(_ptsz|_ptds)?) .* rc=0$' "$1" |
+        sed -E 's/^(cuStreamSynchronize|cuCtxSynchronize|cuEventRecord|cuEventSynchronize|cuEventQuery|cuStreamQuery|cuStreamWaitEvent|cuMemcpy(HtoD|DtoH)(Async)?(_v2)?|cuLaunchHostFunc)(_ptsz|_ptds)? (.*) rc=0$/B \1 \6/' |
+        ran_lines
 }
 # The same, stream by stream (order kept within each stream).
 ran_by_stream() { ran "$1" | awk '{ print ($1 == "K" ? $6 : "x"), $0 }' | sort -s -k1,1; }
@@ -582,6 +592,91 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
         n=$(stat_num "$T/$name.graph.err" 'slow end' '[0-9]+ windows cut short')
         [ "${n:-0}" -gt 0 ] || { echo "$name: no cut"; cat "$T/$name.graph.err"; return 1; }
         [ "$(replayed "$T/$name.graph.err")" -ge 10 ] || { echo "$name: few replays"; return 1; }
+    done
+}
+
+@test "graph and full: with the launcher thread (TCFUSE_REPLAY_LAUNCHER=1) every scenario runs eager's work in eager's order" {
+    # Each graph launch is made by tcfuse's thread while the application's goes on, and the
+    # stub's takes 300 us of it: whatever must follow a queued launch (a synchronize, a copy
+    # back, an event, work on the legacy stream, a launch passed on, held work run as
+    # issued, a patch of the same instance, exit) waits for it, or the kernels would run in
+    # another order than eager's and the copies back would read the stub's memory early
+    local s m name by n
+    for m in graph full; do
+        for s in loop alternate stretch streams legacy events memset attrs capture exit switch restart; do
+            name="l-$m-$s" by=0
+            [ "$s" = streams ] || [ "$s" = events ] && by=1
+            BY_STREAM=$by replay_vs_eager "$name" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 \
+                TCFUSE_REPLAY_LAUNCHER=1 FAKECUDA_GRAPH_DELAY_US=300 -- "$s" 8 ||
+                { echo "$name"; return 1; }
+            # one stream's order: the synchronizes and copies among the kernels, where eager
+            # had them (a launch still queued at one would come after it)
+            [ "$by" = 1 ] || same_text "$name: work and boundaries" \
+                <(ran_with_boundaries "$T/$name.eager.log") <(ran_with_boundaries "$T/$name.graph.log")
+        done
+    done
+    # queued: right after a window's launch is queued, a free of a block it reads, a memset
+    # on stream 0 (held in the legacy stream's window, or passed on as the thread's own
+    # stream's), a launch no node carries, held launches that leave the graph's path, and
+    # main's return with a launch queued: each after the queued launch
+    for m in graph full; do
+        for how in "" "-l gpa-ptds"; do
+            name="l-$m-queued${how:+-ptds}"
+            replay_vs_eager "$name" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
+                FAKECUDA_GRAPH_DELAY_US=2000 -- $how queued 12 || { echo "$name"; return 1; }
+            same_text "$name: work and boundaries" \
+                <(ran_with_boundaries "$T/$name.eager.log") <(ran_with_boundaries "$T/$name.graph.log")
+            n=$(stat_num "$T/$name.graph.err" launcher "[0-9]+ graph launches made on tcfuse's launcher thread")
+            [ "${n:-0}" -ge 8 ] || { echo "$name: few launches queued"; cat "$T/$name.graph.err"; return 1; }
+        done
+    done
+    # graphs evicted (two held) while their launches may be queued: each waits for its own
+    replay_vs_eager l-evict TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 TCFUSE_REPLAY_GRAPHS=2 \
+        FAKECUDA_GRAPH_DELAY_US=2000 -- queued 12
+    same_text "l-evict: work and boundaries" \
+        <(ran_with_boundaries "$T/l-evict.eager.log") <(ran_with_boundaries "$T/l-evict.graph.log")
+    expect_line "$T/l-evict.graph.err" 'graphs .* [1-9][0-9]* evicted'
+    for name in l-graph-loop l-full-loop l-graph-alternate l-graph-streams l-graph-memset; do
+        n=$(stat_num "$T/$name.graph.err" launcher "[0-9]+ graph launches made on tcfuse's launcher thread")
+        [ "${n:-0}" -gt 0 ] || { echo "$name: nothing launched by the launcher"; cat "$T/$name.graph.err"; return 1; }
+        [ "$n" = "$(replayed "$T/$name.graph.err")" ] || { echo "$name: some launched inline"; cat "$T/$name.graph.err"; return 1; }
+    done
+    # the stats line, and a process without the option has no launcher line
+    expect_line "$T/l-graph-loop.graph.err" "launcher +[0-9]+ graph launches made on tcfuse's launcher thread \\([0-9.]+ us each; TCFUSE_REPLAY_LAUNCHER\\), 0 on the application's .*, 0 refused there and their nodes issued one by one; the application's threads waited for it [0-9]+ times"
+    replay_vs_eager l-off TCFUSE_REPLAY_SYNC=1 -- loop 8
+    ! grep -q 'launcher ' "$T/l-off.graph.err"
+}
+
+@test "graph: with the launcher thread, a window with a free after its graph is launched on the application's thread, the free after it" {
+    # the frees go after the graph, as without the launcher (compared as in the free test above)
+    replay_vs_eager l-free TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 FAKECUDA_GRAPH_DELAY_US=300 -- free 8 || true
+    same_text "l-free: kernels run" <(ran "$T/l-free.eager.log" | grep '^K') <(ran "$T/l-free.graph.log" | grep '^K')
+    ran "$T/l-free.graph.log" | awk '
+        $1 == "X" { sub(/ptr=0x/, "", $3); freed[$3] = 1; next }
+        { for (p in freed) { le = ""; for (i = length(p) - 1; i >= 1; i -= 2) le = le substr(p, i, 2);
+                             if (index($7, le)) { print "kernel after the free of " p ": " $0; bad = 1 } } }
+        END { exit bad }'
+    n=$(stat_num "$T/l-free.graph.err" launcher "[0-9]+ on the application's")
+    [ "${n:-0}" -gt 0 ] || { cat "$T/l-free.graph.err"; return 1; }
+}
+
+@test "graph and full: a graph launch refused on the launcher thread runs its nodes one by one and gives its key up" {
+    local m
+    for m in graph full; do
+        replay_vs_eager "lf-$m" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
+            FAKECUDA_FAIL=cuGraphLaunch -- loop 8
+        expect_line "$T/lf-$m.graph.err" "launcher +[0-9]+ graph launches made on tcfuse's launcher thread .*, 2 refused there and their nodes issued one by one"
+        expect_line "$T/lf-$m.graph.err" 'given up +launch-failed 2$'
+        # the launcher behind: the key's next replay patches the instance the refused launch
+        # issues its nodes from, and waits for it first
+        replay_vs_eager "ld-$m" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
+            FAKECUDA_FAIL=cuGraphLaunch FAKECUDA_GRAPH_DELAY_US=3000 -- queued 8
+        expect_line "$T/ld-$m.graph.err" ', [1-9][0-9]* refused there and their nodes issued one by one'
+        # TCFUSE_FAULT's site, on the launcher thread too (its first launch refused)
+        replay_vs_eager "lt-$m" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
+            TCFUSE_FAULT=graph_launch -- loop 8
+        expect_line "$T/lt-$m.graph.err" ', 1 refused there and their nodes issued one by one'
+        expect_line "$T/lt-$m.graph.err" 'given up +launch-failed 1$'
     done
 }
 

@@ -46,6 +46,17 @@
  *              one another (the kernels' order rotated): a key that stops coming
  *   cycle      ITERS x (3 windows of 12 launches |sync each, the kernels' order rotated
  *              from one to the next): three keys in turn
+ *   queued     ITERS x (an allocation, 32 launches, one reading it: a window the cap closes,
+ *              replayed, its graph launch perhaps still queued on TCFUSE_REPLAY_LAUNCHER's
+ *              thread; then by turns: the block freed; a memset on stream 0 (the legacy
+ *              stream, or the thread's own under -l gpa-ptds: not held); a cooperative
+ *              launch (not held); an allocation and two launches that begin as the window
+ *              did, then one that leaves its path |sync, the block freed if not yet); then
+ *              ITERS x (36 launches, the 33rd reading a block freed after them |sync: the
+ *              last 4 a window replayed inline, its free after it), and once 34 of them and
+ *              another (a window of the last 4, held and left); 4 x (68 windows of 32
+ *              launches |sync), the last 5 one key; then 32 launches, and main returns
+ *              without a synchronize: each must follow the queued launch
  *   smallk     ITERS x (1000 launches |sync) as bench/programs/smallk.cu issues them: the
  *              four kernels in turn, each launch's grid from an element count that steps by
  *              37 between n/2 and n (n 4096), buffers rotating; windows repeat by chance
@@ -358,6 +369,66 @@ int main(int argc, char **argv)
         for (int j = 0; j < 12; j++)
             check(one(iters, j, w.s[0], 1));
         printf("exit without a synchronize, failed=%d\n", failed);
+        return 0;
+    } else if (!strcmp(sc, "queued")) {
+        for (int it = 0; it < iters; it++) {
+            CUdeviceptr p = 0;
+            check(d.memAllocAsync(&p, 1024, w.s[0]));
+            for (int j = 0; j < 32; j++)
+                check(j == 5 ? launch_ka(&d, &w, w.s[0], it, p) : one(it, j, w.s[0], 1));
+            int n = it;
+            CUdeviceptr x = w.buf[it % 4];
+            void *kp[] = { &n, &x };
+            switch (it % 4) {
+            case 0:
+                check(d.memFreeAsync(p, w.s[0]));
+                p = 0;
+                break;
+            case 1:
+                check(d.memsetD32Async(w.buf[it % 4], (unsigned)it, 16, 0));
+                break;
+            case 2:
+                check(launch_ex1((CUfunction)w.ka, w.s[0], kp, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, 1));
+                break;
+            default: {   /* as the window began (its allocation too), then off its path */
+                CUdeviceptr q = 0;
+                check(d.memAllocAsync(&q, 1024, w.s[0]));
+                check(one(it, 0, w.s[0], 1));
+                check(one(it, 1, w.s[0], 1));
+                check(one(it, 3, w.s[0], 1));
+                check(d.memFreeAsync(q, w.s[0]));
+                break;
+            }
+            }
+            if (p)
+                check(d.memFreeAsync(p, w.s[0]));
+            check(d.streamSynchronize(w.s[0]));
+        }
+        /* held work run as issued: ITERS x (36 launches |sync), the last 4 a window of their
+         * own after the cap's cut, replayed too; then once 34 of them and one other: held on
+         * the 4's path, then off it while the 32's launch may be queued */
+        for (int it = 0; it <= iters; it++) {
+            CUdeviceptr q = 0;
+            check(d.memAllocAsync(&q, 1024, w.s[0]));
+            for (int j = 0; j < 36; j++)   /* the first 32 as above: the same key */
+                check(j == 5 ? launch_ka(&d, &w, w.s[0], it, w.buf[it % 4])
+                      : j == 33 ? launch_ka(&d, &w, w.s[0], it, q)
+                                : one(it, it < iters || j < 34 ? j : j + 1, w.s[0], 1));
+            check(d.memFreeAsync(q, w.s[0]));   /* held behind the 4: launched inline */
+            check(d.streamSynchronize(w.s[0]));
+        }
+        /* a key replayed twice in a row, patched while its last launch may be queued: 4 x
+         * (68 windows of 32 launches |sync); past 63 cuts since the synchronize every
+         * window's key is the same (TCF_R_ORD_MAX) */
+        for (int it = 0; it < 4; it++) {
+            for (int k = 0; k < 68 * 32; k++)
+                check(one(it * 100 + k / 32, k % 32, w.s[0], 1));
+            check(d.streamSynchronize(w.s[0]));
+        }
+        for (int j = 0; j < 32; j++)   /* the 32 again: replayed, and queued at main's return */
+            check(j == 5 ? launch_ka(&d, &w, w.s[0], iters, w.buf[0]) : one(iters, j, w.s[0], 1));
+        printf("queued: %d iterations, then 32 launches without a synchronize, failed=%d\n",
+               iters, failed);
         return 0;
     } else if (!strcmp(sc, "switch")) {
         run_loop(iters, 12, 1);
