@@ -1,5 +1,5 @@
 /* base: what every layer may use and that uses nothing of tcfuse: the clock, which loaded
- * object holds an address, the lock of an exit handler, signals deferred. Thread-safe, no
+ * object holds an address, the lock of an exit handler, signals deferred, its own threads. Thread-safe, no
  * state of its own beyond a memoized symbol lookup; never calls the CUDA driver.
  */
 #ifndef TCF_BASE_H
@@ -22,6 +22,10 @@ int tcf_lock_at_exit(pthread_mutex_t *m);
  * per launch, and never around long stretches (sigdefer.c says why). */
 void tcf_sig_defer(sigset_t *old);
 void tcf_sig_resume(const sigset_t *old);
+
+/* Starts fn(NULL) on a thread of tcfuse's own: detached, every signal blocked
+ * (base/thread.c). 0, or -1 when none could be made. */
+int tcf_thread_spawn(void *(*fn)(void *));
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t tcf_now_ns(void);

@@ -15,7 +15,6 @@
  * its main thread with pthread_exit and waits for every other thread would wait for it
  * too, as it would for any thread blocked for good.) */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -248,25 +247,13 @@ int tcf_fkern_absent(void)
 /* Makes the worker (tcf_fk_lock held). 0, or -1 when no thread could be made. */
 static int tcf_worker_spawn(void)
 {
-    pthread_attr_t attr;
     int rc = -1;
-    if (pthread_attr_init(&attr) == 0) {
-        pthread_t t;
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        /* Born with every signal blocked: the program's handlers (one may call exit, which
-         * waits for this thread) run on the program's own threads. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        tcf_worker_busy = 1;  /* until NVRTC is open */
-        if (!tcf_fault(TCF_FAULT_THREAD) && pthread_create(&t, &attr, tcf_worker_main, NULL) == 0) {
-            tcf_worker_started = 1;
-            rc = 0;
-        } else {
-            tcf_worker_busy = 0;
-        }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&attr);
+    tcf_worker_busy = 1;  /* until NVRTC is open */
+    if (tcf_thread_spawn(tcf_worker_main) == 0) {
+        tcf_worker_started = 1;
+        rc = 0;
+    } else {
+        tcf_worker_busy = 0;
     }
     if (rc) {  /* nothing is held from here on: every launch runs as issued */
         atomic_store(&tcf_worker_none, 1);

@@ -28,7 +28,6 @@
  * two loads. The thread is made at the first launch queued (none in a process that forks
  * before its first replay) and parked at exit, never joined; a child of fork() has none,
  * and holds nothing. */
-#include <signal.h>
 #include <time.h>
 
 #include "replay/internal.h"
@@ -120,32 +119,13 @@ static void *tcf_rl_main(void *arg)
     return NULL;
 }
 
-/* Makes the thread (tcf_rl_mu held). 0, or -1 when none could be made. */
-static int tcf_rl_spawn(void)
-{
-    int rc = -1;
-    pthread_attr_t attr;
-    if (pthread_attr_init(&attr) == 0) {
-        pthread_t t;
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_sigmask(SIG_SETMASK, &all, &old);   /* the application's signals are its own */
-        if (!tcf_fault(TCF_FAULT_THREAD) && pthread_create(&t, &attr, tcf_rl_main, NULL) == 0)
-            rc = 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&attr);
-    }
-    return rc;
-}
-
 int tcf_rlauncher_push(tcf_rplan_t *p, CUgraphExec x, const uint8_t *shadow, uint64_t stream)
 {
     if (!tcf_rlauncher_on())
         return -1;
     pthread_mutex_lock(&tcf_rl_mu);
     if (!tcf_rl_started && !tcf_rl_failed) {
-        if (tcf_rl_spawn() == 0)
+        if (tcf_thread_spawn(tcf_rl_main) == 0)
             tcf_rl_started = 1;
         else
             tcf_rl_failed = 1;

@@ -11,7 +11,6 @@
  * It takes no job while the application captures a stream of its own (an instantiation
  * inside a global-mode capture can invalidate it), and at exit it finishes the job in
  * hand and is parked, never joined, like fuse mode's worker. */
-#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -78,23 +77,10 @@ static void *tcf_rworker_main(void *arg)
 /* Makes the thread (tcf_rplan_lock held). 0, or -1 when none could be made. */
 static int tcf_rworker_spawn(void)
 {
-    int rc = -1;
-    pthread_attr_t attr;
-    if (pthread_attr_init(&attr) == 0) {
-        pthread_t t;
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        /* The application's signals are its own threads' business. */
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        if (!tcf_fault(TCF_FAULT_THREAD) && pthread_create(&t, &attr, tcf_rworker_main, NULL) == 0) {
-            tcf_rw_started = 1;
-            rc = 0;
-        }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&attr);
-    }
-    return rc;
+    if (tcf_thread_spawn(tcf_rworker_main) != 0)
+        return -1;
+    tcf_rw_started = 1;
+    return 0;
 }
 
 int tcf_rworker_enqueue(tcf_rplan_t *p)

@@ -660,7 +660,7 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     [ "${n:-0}" -gt 0 ] || { cat "$T/l-free.graph.err"; return 1; }
 }
 
-@test "graph and full: a graph launch refused on the launcher thread runs its nodes one by one and gives its key up" {
+@test "graph and full: a graph launch refused on the launcher thread runs its nodes one by one and gives its key up; without a thread every launch is inline" {
     local m
     for m in graph full; do
         replay_vs_eager "lf-$m" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
@@ -672,6 +672,11 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
         replay_vs_eager "ld-$m" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
             FAKECUDA_FAIL=cuGraphLaunch FAKECUDA_GRAPH_DELAY_US=3000 -- queued 8
         expect_line "$T/ld-$m.graph.err" ', [1-9][0-9]* refused there and their nodes issued one by one'
+        # no thread could be made (TCFUSE_FAULT's thread site): every launch on the
+        # application's thread
+        replay_vs_eager "ln-$m" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
+            TCFUSE_FAULT=thread:every -- loop 8
+        expect_line "$T/ln-$m.graph.err" "launcher +0 graph launches made on tcfuse's launcher thread .*, [1-9][0-9]* on the application's"
         # TCFUSE_FAULT's site, on the launcher thread too (its first launch refused)
         replay_vs_eager "lt-$m" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
             TCFUSE_FAULT=graph_launch -- loop 8
