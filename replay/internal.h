@@ -370,7 +370,8 @@ static inline void tcf_rlauncher_drain(void)
         atomic_load_explicit(&tcf_rl_done, memory_order_relaxed))
         tcf_rlauncher_wait();
 }
-/* At exit: what is queued is made, and every later launch is inline. */
+/* At exit: what is queued is made (waited for a tenth of a second at most), and every
+ * later launch is inline. */
 void tcf_rlauncher_stop(void);
 /* In a child of fork(): nothing queued, nothing to wait for, no launcher. */
 void tcf_rlauncher_forked(void);
@@ -484,6 +485,7 @@ typedef struct {
      * one by one); the application's threads' waits for the queue, and their time; with
      * stats on, the launcher's time in graph launches */
     atomic_ullong rl_queued, rl_inline, rl_failed, rl_waits, rl_wait_ns, rl_launch_ns;
+    atomic_ullong rl_lost;   /* queued launches not made by the time exit stopped waiting */
     atomic_ullong no_worker;   /* graphs built on the application's thread: no worker */
     atomic_ullong gave_up[TCF_RG__COUNT];
     atomic_ullong not_held[TCF_RN__COUNT];

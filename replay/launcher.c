@@ -146,29 +146,54 @@ int tcf_rlauncher_push(tcf_rplan_t *p, CUgraphExec x, const uint8_t *shadow, uin
     return 0;
 }
 
-void tcf_rlauncher_wait(void)
+/* Waits until every launch queued before it was made, or limit_ns (0: none) passed: 0,
+ * or -1 at the limit. */
+static atomic_int tcf_rl_abandoned;   /* exit stopped waiting: nothing waits again */
+
+static int tcf_rl_wait(uint64_t limit_ns)
 {
-    if (tcf_rl_self)
-        return;
+    if (tcf_rl_self || atomic_load_explicit(&tcf_rl_abandoned, memory_order_relaxed))
+        return 0;
     uint64_t q = atomic_load_explicit(&tcf_rl_queued, memory_order_acquire);
     if (atomic_load_explicit(&tcf_rl_done, memory_order_acquire) >= q)
-        return;
+        return 0;
     uint64_t t0 = tcf_now_ns(), spins = 0;
+    int rc = 0;
     while (atomic_load_explicit(&tcf_rl_done, memory_order_acquire) < q) {
         if (++spins > 1000) {   /* the launcher is off its core, or in a long launch */
             struct timespec ts = { 0, 20000 };
             nanosleep(&ts, NULL);
+            if (limit_ns && tcf_now_ns() - t0 > limit_ns) {
+                rc = -1;
+                break;
+            }
         }
     }
     atomic_fetch_add_explicit(&tcf_rctr.rl_waits, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&tcf_rctr.rl_wait_ns, tcf_now_ns() - t0, memory_order_relaxed);
+    return rc;
+}
+
+void tcf_rlauncher_wait(void)
+{
+    tcf_rl_wait(0);
 }
 
 void tcf_rlauncher_stop(void)
 {
-    tcf_rlauncher_drain();
+    /* Under the queue's lock, where a launch is queued, none is queued after it; but exit
+     * may have been called from a signal handler that interrupted the lock's holder, and
+     * the launcher may be waiting for a lock of the driver's that such a thread holds: at
+     * exit neither is waited for longer than a tenth of a second (what is queued then is
+     * lost with the process, and counted). */
+    int locked = tcf_lock_at_exit(&tcf_rl_mu);
     atomic_store(&tcf_rl_stopped, 1);   /* from here on every launch is inline */
-    tcf_rlauncher_drain();              /* one queued meanwhile */
+    if (locked)
+        pthread_mutex_unlock(&tcf_rl_mu);
+    if (tcf_rl_wait(100 * 1000 * 1000) != 0) {
+        atomic_store(&tcf_rl_abandoned, 1);
+        atomic_fetch_add(&tcf_rctr.rl_lost, 1);
+    }
 }
 
 void tcf_rlauncher_forked(void)

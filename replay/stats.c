@@ -67,9 +67,10 @@ void tcf_replay_stats_print(void)
                     "each; TCFUSE_REPLAY_LAUNCHER), %llu on the application's (a free after the "
                     "graph, no thread, the queue full, exit), %llu refused there and their "
                     "nodes issued one by one; the application's threads waited for it %llu "
-                    "times, %.1f ms in all", q,
+                    "times, %.1f ms in all%s", q,
                     q ? (double)L(rl_launch_ns) / 1e3 / (double)q : 0.0, L(rl_inline),
-                    L(rl_failed), L(rl_waits), (double)L(rl_wait_ns) / 1e6);
+                    L(rl_failed), L(rl_waits), (double)L(rl_wait_ns) / 1e6,
+                    L(rl_lost) ? "; at exit it did not finish within 0.1 s" : "");
         }
         if (tcf_cfg.replay_unread)
             tcf_out("  unread        %llu kernel nodes left unpatched: only bytes their kernel "

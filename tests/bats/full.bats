@@ -272,7 +272,17 @@ full_replayed() { stat_num "$1" full '[0-9]+ windows replayed with generated ker
             tcf "$how.full" timeout -k 1 20 "$PROGS/fusechain" 5 "$how"
         [ "$status" = "$want" ] || { echo "$how: status $status"; cat "$T/$how.full.err"; return 1; }
         same_text "$how: stdout" "$T/$how.plain.out" "$T/$how.full.out"
+        # the same with the launcher thread, its launches slow: the work and the ends are
+        # plain's too
+        TCFUSE_MODE=full TCFUSE_STATS=1 TCFUSE_REPLAY_SYNC=1 TCFUSE_COMPILE_WAIT=1 \
+            TCFUSE_REPLAY_LAUNCHER=1 FAKECUDA_GRAPH_DELAY_US=2000 \
+            tcf "$how.launcher" timeout -k 1 20 "$PROGS/fusechain" 5 "$how"
+        [ "$status" = "$want" ] || { echo "$how launcher: status $status"; cat "$T/$how.launcher.err"; return 1; }
+        same_text "$how launcher: stdout" "$T/$how.plain.out" "$T/$how.launcher.out"
+        [ "$how" != return ] ||
+            expect_line "$T/$how.launcher.err" "launcher +[1-9][0-9]* graph launches made on tcfuse's launcher thread"
         [ "$how" = _exit ] && continue
+        same_work "$T/$how.plain.log" "$T/$how.launcher.log"
         # the last mul and add, launched without a synchronize, follow the graph's key:
         # held, and issued at exit, never lost
         [ "$how" = return ] || [ "$how" = fork ] ||
