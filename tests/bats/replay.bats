@@ -630,12 +630,14 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
             [ "${n:-0}" -ge 8 ] || { echo "$name: few launches queued"; cat "$T/$name.graph.err"; return 1; }
         done
     done
-    # graphs evicted (two held) while their launches may be queued: each waits for its own
-    replay_vs_eager l-evict TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 TCFUSE_REPLAY_GRAPHS=2 \
+    # graphs made in the background and evicted (two held) while their launches may be
+    # queued: each waits for its own
+    replay_vs_eager l-evict TCFUSE_REPLAY_LAUNCHER=1 TCFUSE_REPLAY_GRAPHS=2 \
         FAKECUDA_GRAPH_DELAY_US=2000 -- queued 12
     same_text "l-evict: work and boundaries" \
         <(ran_with_boundaries "$T/l-evict.eager.log") <(ran_with_boundaries "$T/l-evict.graph.log")
     expect_line "$T/l-evict.graph.err" 'graphs .* [1-9][0-9]* evicted'
+    expect_line "$T/l-evict.graph.err" ', 0 refused there and their nodes issued one by one'
     for name in l-graph-loop l-full-loop l-graph-alternate l-graph-streams l-graph-memset; do
         n=$(stat_num "$T/$name.graph.err" launcher "[0-9]+ graph launches made on tcfuse's launcher thread")
         [ "${n:-0}" -gt 0 ] || { echo "$name: nothing launched by the launcher"; cat "$T/$name.graph.err"; return 1; }
