@@ -74,13 +74,21 @@ void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
     }
 }
 
+/* A memset node's or a copy node's fields: its 16 bytes are dst and the value or src; the
+ * count is in its signature's grid. */
+static uint64_t tcf_rop_fields(const tcf_rsig_t *s, const uint8_t *bytes, uint64_t *dst,
+                               uint64_t *second)
+{
+    memcpy(dst, bytes, 8);
+    memcpy(second, bytes + 8, 8);
+    return s->grid[1] | (uint64_t)s->grid[2] << 32;
+}
+
 /* A memset node's or a copy node's parameters from its 16 bytes (dst, value or src). */
 static void tcf_rop_params(const tcf_rsig_t *s, const uint8_t *bytes,
                            CUDA_MEMSET_NODE_PARAMS *ms, CUDA_MEMCPY3D *mc)
 {
-    uint64_t dst, second, count = s->grid[1] | (uint64_t)s->grid[2] << 32;
-    memcpy(&dst, bytes, 8);
-    memcpy(&second, bytes + 8, 8);
+    uint64_t dst, second, count = tcf_rop_fields(s, bytes, &dst, &second);
     if (s->kind == TCF_R_KIND_MEMSET) {
         memset(ms, 0, sizeof *ms);
         ms->dst = dst, ms->value = (unsigned)second, ms->elementSize = s->grid[0];
@@ -387,37 +395,18 @@ void tcf_rgraph_issue_nodes(const tcf_rplan_t *p, const uint8_t *shadow, uint64_
         uint8_t *bytes = (uint8_t *)(uintptr_t)(shadow + n->soff);
         CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
         if (tcf_rnode_is_op(n)) {
-            CUDA_MEMSET_NODE_PARAMS ms;
-            CUDA_MEMCPY3D mc;
-            tcf_rop_params(&n->sig, bytes, &ms, &mc);
-            if (n->sig.kind == TCF_R_KIND_MEMCPY)
-                rc = tcf_drv.memcpy_dtod_async(mc.dstDevice, mc.srcDevice, mc.WidthInBytes, s);
-            else if (ms.elementSize == 1)
-                rc = tcf_drv.memset_d8_async(ms.dst, (unsigned char)ms.value, ms.width, s);
-            else if (ms.elementSize == 2)
-                rc = tcf_drv.memset_d16_async(ms.dst, (unsigned short)ms.value, ms.width, s);
-            else
-                rc = tcf_drv.memset_d32_async(ms.dst, ms.value, ms.width, s);
+            uint64_t dst, second, count = tcf_rop_fields(&n->sig, bytes, &dst, &second);
+            rc = tcf_rissue_memop(n->sig.kind == TCF_R_KIND_MEMCPY, dst, second, n->sig.grid[0],
+                                  count, s);
         } else {
             CUDA_KERNEL_NODE_PARAMS np;
             void **pp = tcf_pp_for(&b, n->k);
             if (pp) {
                 tcf_rnode_params(&n->sig, n->k, p->ctx, bytes, pp, ex, &exsize, &np);
                 /* a CUkernel launches as the context's function (cudart's handles) */
-                CUfunction f = np.func ? np.func : (CUfunction)(void *)np.kern;
-                if (n->nattr && tcf_drv.launch_kernel_ex) {
-                    CUlaunchConfig c = {
-                        .gridDimX = np.gridDimX, .gridDimY = np.gridDimY, .gridDimZ = np.gridDimZ,
-                        .blockDimX = np.blockDimX, .blockDimY = np.blockDimY,
-                        .blockDimZ = np.blockDimZ, .sharedMemBytes = np.sharedMemBytes,
-                        .hStream = s, .attrs = n->attr, .numAttrs = n->nattr,
-                    };
-                    rc = tcf_drv.launch_kernel_ex(&c, f, np.kernelParams, np.extra);
-                } else {
-                    rc = tcf_drv.launch_kernel(f, np.gridDimX, np.gridDimY, np.gridDimZ,
-                                               np.blockDimX, np.blockDimY, np.blockDimZ,
-                                               np.sharedMemBytes, s, np.kernelParams, np.extra);
-                }
+                rc = tcf_rissue_kernel(np.func ? np.func : (CUfunction)(void *)np.kern,
+                                       n->sig.grid, n->sig.block, n->sig.smem, s,
+                                       np.kernelParams, np.extra, n->attr, n->nattr);
             }
         }
         if (rc != CUDA_SUCCESS)

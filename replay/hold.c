@@ -125,6 +125,35 @@ void tcf_rctx_leave(int switched, CUcontext prev)
         tcf_drv.ctx_set_current(prev);
 }
 
+CUresult tcf_rissue_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                           unsigned smem, CUstream s, void **pp, void **extra,
+                           const CUlaunchAttribute *attrs, unsigned nattr)
+{
+    if (nattr && tcf_drv.launch_kernel_ex) {
+        CUlaunchConfig c = {
+            .gridDimX = grid[0], .gridDimY = grid[1], .gridDimZ = grid[2],
+            .blockDimX = block[0], .blockDimY = block[1], .blockDimZ = block[2],
+            .sharedMemBytes = smem, .hStream = s,
+            .attrs = (CUlaunchAttribute *)(uintptr_t)attrs, .numAttrs = nattr,
+        };
+        return tcf_drv.launch_kernel_ex(&c, f, pp, extra);
+    }
+    return tcf_drv.launch_kernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                 smem, s, pp, extra);
+}
+
+CUresult tcf_rissue_memop(int copy, CUdeviceptr dst, uint64_t second, unsigned elem,
+                          size_t count, CUstream s)
+{
+    if (copy)
+        return tcf_drv.memcpy_dtod_async(dst, (CUdeviceptr)second, count, s);
+    switch (elem) {
+    case 1: return tcf_drv.memset_d8_async(dst, (unsigned char)second, count, s);
+    case 2: return tcf_drv.memset_d16_async(dst, (unsigned short)second, count, s);
+    default: return tcf_drv.memset_d32_async(dst, (unsigned)second, count, s);
+    }
+}
+
 /* Issues one held launch as the application made it. */
 static CUresult tcf_rissue_launch(const tcf_window_t *w, const tcf_event_t *e)
 {
@@ -140,24 +169,10 @@ static CUresult tcf_rissue_launch(const tcf_window_t *w, const tcf_event_t *e)
             pp[i] = bytes + k->off[i];
     ex[0] = CU_LAUNCH_PARAM_BUFFER_POINTER, ex[1] = bytes;
     ex[2] = CU_LAUNCH_PARAM_BUFFER_SIZE, ex[3] = &exsize, ex[4] = CU_LAUNCH_PARAM_END;
-    CUstream s = (CUstream)(uintptr_t)e->stream;
-    CUresult rc;
-    if (e->u.l.nattr && tcf_drv.launch_kernel_ex) {
-        CUlaunchConfig c = {
-            .gridDimX = e->u.l.grid[0], .gridDimY = e->u.l.grid[1], .gridDimZ = e->u.l.grid[2],
-            .blockDimX = e->u.l.block[0], .blockDimY = e->u.l.block[1],
-            .blockDimZ = e->u.l.block[2], .sharedMemBytes = e->u.l.smem, .hStream = s,
-            .attrs = (CUlaunchAttribute *)(uintptr_t)tcf_event_attrs(w, e),
-            .numAttrs = e->u.l.nattr,
-        };
-        rc = tcf_drv.launch_kernel_ex(&c, (CUfunction)(uintptr_t)k->handle,
-                                      form_params ? pp : NULL, form_params ? NULL : ex);
-    } else {
-        rc = tcf_drv.launch_kernel((CUfunction)(uintptr_t)k->handle, e->u.l.grid[0],
-                                   e->u.l.grid[1], e->u.l.grid[2], e->u.l.block[0],
-                                   e->u.l.block[1], e->u.l.block[2], e->u.l.smem, s,
-                                   form_params ? pp : NULL, form_params ? NULL : ex);
-    }
+    CUresult rc = tcf_rissue_kernel((CUfunction)(uintptr_t)k->handle, e->u.l.grid, e->u.l.block,
+                                    e->u.l.smem, (CUstream)(uintptr_t)e->stream,
+                                    form_params ? pp : NULL, form_params ? NULL : ex,
+                                    tcf_event_attrs(w, e), e->u.l.nattr);
     if (pp != stack_pp)
         free(pp);
     return rc;
@@ -165,14 +180,9 @@ static CUresult tcf_rissue_launch(const tcf_window_t *w, const tcf_event_t *e)
 
 static CUresult tcf_rissue_op(const tcf_event_t *e)
 {
-    CUstream s = (CUstream)(uintptr_t)e->stream;
-    if (e->kind == TCF_EV_MEMCPY)
-        return tcf_drv.memcpy_dtod_async(e->u.op.dst, e->u.op.src, e->u.op.count, s);
-    switch (e->u.op.elem) {
-    case 1: return tcf_drv.memset_d8_async(e->u.op.dst, (unsigned char)e->u.op.value, e->u.op.count, s);
-    case 2: return tcf_drv.memset_d16_async(e->u.op.dst, (unsigned short)e->u.op.value, e->u.op.count, s);
-    default: return tcf_drv.memset_d32_async(e->u.op.dst, (unsigned)e->u.op.value, e->u.op.count, s);
-    }
+    int copy = e->kind == TCF_EV_MEMCPY;
+    return tcf_rissue_memop(copy, e->u.op.dst, copy ? e->u.op.src : e->u.op.value, e->u.op.elem,
+                            e->u.op.count, (CUstream)(uintptr_t)e->stream);
 }
 
 void tcf_rissue_held(tcf_window_t *w)

@@ -439,6 +439,14 @@ void tcf_rworker_build(tcf_rplan_t *p);
 /* --- issuing (hold.c) ---------------------------------------------------------------- */
 /* Issues w's held work as the application issued it (w locked); its held count to 0. */
 void tcf_rissue_held(tcf_window_t *w);
+/* One kernel launch as made by the application or held in a node (attrs: nattr launch
+ * attributes, cuLaunchKernelEx's); one memset (elem 1, 2 or 4 bytes of value second) or
+ * device-to-device copy (from second). The driver's result. */
+CUresult tcf_rissue_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                           unsigned smem, CUstream s, void **pp, void **extra,
+                           const CUlaunchAttribute *attrs, unsigned nattr);
+CUresult tcf_rissue_memop(int copy, CUdeviceptr dst, uint64_t second, unsigned elem,
+                          size_t count, CUstream s);
 /* w's held work went out (as a graph): its held count to 0. */
 void tcf_rheld_done(tcf_window_t *w);
 /* w's context made current on this thread; returns what to restore (or NULL). */
