@@ -27,6 +27,17 @@ void tcf_sig_resume(const sigset_t *old);
  * (base/thread.c). 0, or -1 when none could be made. */
 int tcf_thread_spawn(void *(*fn)(void *));
 
+/* One step of a spin-wait: tells the core that this thread only waits, so that a
+ * hyperthread sharing it (the application's, perhaps) keeps its issue slots. */
+static inline void tcf_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t tcf_now_ns(void);
 

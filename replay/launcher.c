@@ -39,6 +39,10 @@
 /* How long the launcher looks for the next launch before it sleeps: GPT-2's windows at
  * batch 1 come about 1 ms apart, a chain of short windows after a synchronize tens of us. */
 #define TCF_RL_SPIN_NS 50000u
+/* How long a drain spins before it sleeps in steps: longer than a graph launch (8-60 us),
+ * since a sleep asked for 20 us lasts 60-80 (the timer's slack), which made every drain
+ * that found a launch under way cost ~90 us on the GPU (PERF.md 2026-11-28 thirteenth). */
+#define TCF_RL_WAIT_SPIN_NS 200000u
 
 typedef struct {
     tcf_rplan_t   *p;
@@ -100,7 +104,7 @@ static void *tcf_rl_main(void *arg)
         if (!tcf_rl_pending()) {
             uint64_t t0 = tcf_now_ns();
             while (!tcf_rl_pending() && tcf_now_ns() - t0 < TCF_RL_SPIN_NS)
-                ;
+                tcf_cpu_relax();
             pthread_mutex_lock(&tcf_rl_mu);
             while (!tcf_rl_pending()) {
                 tcf_rl_sleeping = 1;
@@ -160,13 +164,15 @@ static int tcf_rl_wait(uint64_t limit_ns)
     uint64_t t0 = tcf_now_ns(), spins = 0;
     int rc = 0;
     while (atomic_load_explicit(&tcf_rl_done, memory_order_acquire) < q) {
-        if (++spins > 1000) {   /* the launcher is off its core, or in a long launch */
-            struct timespec ts = { 0, 20000 };
-            nanosleep(&ts, NULL);
-            if (limit_ns && tcf_now_ns() - t0 > limit_ns) {
-                rc = -1;
-                break;
-            }
+        tcf_cpu_relax();
+        if (++spins % 64 || tcf_now_ns() - t0 < TCF_RL_WAIT_SPIN_NS)
+            continue;
+        /* the launcher is off its core, or in a long launch */
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+        if (limit_ns && tcf_now_ns() - t0 > limit_ns) {
+            rc = -1;
+            break;
         }
     }
     atomic_fetch_add_explicit(&tcf_rctr.rl_waits, 1, memory_order_relaxed);
