@@ -638,6 +638,22 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
         <(ran_with_boundaries "$T/l-evict.eager.log") <(ran_with_boundaries "$T/l-evict.graph.log")
     expect_line "$T/l-evict.graph.err" 'graphs .* [1-9][0-9]* evicted'
     expect_line "$T/l-evict.graph.err" ', 0 refused there and their nodes issued one by one'
+    # three keys in turn, each window's launch queued behind the last (1 ms each), two graphs
+    # kept: a graph made evicts one whose launch is still queued, and waits for it (else the
+    # worker destroys an instance the launcher then launches: refused)
+    replay_vs_eager l-evict3 TCFUSE_REPLAY_LAUNCHER=1 TCFUSE_REPLAY_GRAPHS=2 \
+        FAKECUDA_GRAPH_DELAY_US=1000 -- evict 160
+    same_text "l-evict3: work and boundaries" \
+        <(ran_with_boundaries "$T/l-evict3.eager.log") <(ran_with_boundaries "$T/l-evict3.graph.log")
+    expect_line "$T/l-evict3.graph.err" 'graphs .* [1-9][0-9]* evicted'
+    expect_line "$T/l-evict3.graph.err" ', 0 refused there and their nodes issued one by one'
+    # a graph with nothing to patch launched on the application's thread (a free after it)
+    # while the window before it is queued: after it
+    replay_vs_eager l-inline TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
+        FAKECUDA_GRAPH_DELAY_US=1000 -- inline 8
+    same_text "l-inline: work and boundaries" \
+        <(ran_with_boundaries "$T/l-inline.eager.log") <(ran_with_boundaries "$T/l-inline.graph.log")
+    expect_line "$T/l-inline.graph.err" "launcher +[1-9][0-9]* graph launches made on tcfuse's launcher thread .*, [1-9][0-9]* on the application's"
     for name in l-graph-loop l-full-loop l-graph-alternate l-graph-streams l-graph-memset; do
         n=$(stat_num "$T/$name.graph.err" launcher "[0-9]+ graph launches made on tcfuse's launcher thread")
         [ "${n:-0}" -gt 0 ] || { echo "$name: nothing launched by the launcher"; cat "$T/$name.graph.err"; return 1; }

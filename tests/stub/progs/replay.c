@@ -46,6 +46,14 @@
  *              one another (the kernels' order rotated): a key that stops coming
  *   cycle      ITERS x (3 windows of 12 launches |sync each, the kernels' order rotated
  *              from one to the next): three keys in turn
+ *   evict      ITERS x (3 windows of 32 launches the cap closes, the kernels' order rotated
+ *              from one to the next, |sync): three keys whose graph launches queue behind
+ *              each other on TCFUSE_REPLAY_LAUNCHER's thread; with two graphs kept, each
+ *              graph made evicts one whose launch may still be queued
+ *   inline     ITERS x (32 launches the cap closes, replayed, its graph launch queued on
+ *              TCFUSE_REPLAY_LAUNCHER's thread; an allocation, 4 launches whose bytes never
+ *              change, its free |sync): the second window's graph, with nothing to patch and
+ *              a free after it, is launched on the application's thread, after the queued one
  *   queued     ITERS x (an allocation, 32 launches, one reading it: a window the cap closes,
  *              replayed, its graph launch perhaps still queued on TCFUSE_REPLAY_LAUNCHER's
  *              thread; then by turns: the block freed; a memset on stream 0 (the legacy
@@ -230,6 +238,24 @@ int main(int argc, char **argv)
                     check(one(it, j + k, w.s[0], 1));
                 check(d.streamSynchronize(w.s[0]));
             }
+    } else if (!strcmp(sc, "evict")) {
+        for (int it = 0; it < iters; it++) {
+            for (int k = 0; k < 3; k++)
+                for (int j = 0; j < 32; j++)
+                    check(one(it, j + k, w.s[0], 1));
+            check(d.streamSynchronize(w.s[0]));
+        }
+    } else if (!strcmp(sc, "inline")) {
+        for (int it = 0; it < iters; it++) {
+            for (int j = 0; j < 32; j++)
+                check(one(it, j, w.s[0], 1));
+            CUdeviceptr p = 0;
+            check(d.memAllocAsync(&p, 1024, w.s[0]));
+            for (int j = 0; j < 4; j++)
+                check(one(it, j, w.s[0], 0));
+            check(d.memFreeAsync(p, w.s[0]));
+            check(d.streamSynchronize(w.s[0]));
+        }
     } else if (!strcmp(sc, "smallk")) {
         for (int it = 0; it < iters; it++) {
             for (int j = 0; j < 1000; j++) {
