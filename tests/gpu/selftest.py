@@ -524,8 +524,9 @@ def main():
                      "eager,fuse,graph", "--out", os.path.join(d, "qh"))
         del env["RUNALL_FAKE_SLOWHOST"]
         check(rc == 0 and re.search(r"^quick host, smallk \(probe within 1\.25x of 2\.300 ms\): "
-                                    r"eager 2 of 2 runs 10\.\d\d ms; fuse 0 of 2 runs; "
-                                    r"graph 2 of 2 runs 9\.\d\d ms \(1\.1\dx\)$", out, re.M) is not None,
+                                    r"eager 2 of 2 runs 10\.\d\d ms, \d\.\d\d probes; fuse 0 of 2 runs; "
+                                    r"graph 2 of 2 runs 9\.\d\d ms \(1\.1\dx\), \d\.\d\d probes "
+                                    r"\(1\.\d\dx\)$", out, re.M) is not None,
               "run-all quick host", out[-600:])
         # A tcfuse run that dies breaks the promise as a failure, whatever its checksum; one
         # run of a variant gives no spread, so no verdict on its speed.
