@@ -67,6 +67,15 @@ replay_vs_eager() {
     same_text "$name: kernels run" "$T/$name.eager.ran" "$T/$name.graph.ran"
 }
 
+# order_vs_eager NAME [VAR=VALUE...] -- ARGS...: replay_vs_eager, then the same kernels,
+# frees, memsets, and the synchronizes and copies among them, in eager's order (one stream)
+order_vs_eager() {
+    local name=$1
+    replay_vs_eager "$@" || return 1
+    same_text "$name: work and boundaries" \
+        <(ran_with_boundaries "$T/$name.eager.log") <(ran_with_boundaries "$T/$name.graph.log")
+}
+
 # stat_num FILE LINE ERE: the number that starts the ERE's first match on the stats line.
 stat_num() { stats_line "$1" "$2" | grep -oE "$3" | head -1 | grep -oE '^[0-9]+'; }
 replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
@@ -622,37 +631,29 @@ replayed() { stat_num "$1" replay '[0-9]+ windows run as graphs'; }
     for m in graph full; do
         for how in "" "-l gpa-ptds"; do
             name="l-$m-queued${how:+-ptds}"
-            replay_vs_eager "$name" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
+            order_vs_eager "$name" TCFUSE_MODE=$m TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
                 FAKECUDA_GRAPH_DELAY_US=2000 -- $how queued 12 || { echo "$name"; return 1; }
-            same_text "$name: work and boundaries" \
-                <(ran_with_boundaries "$T/$name.eager.log") <(ran_with_boundaries "$T/$name.graph.log")
             n=$(stat_num "$T/$name.graph.err" launcher "[0-9]+ graph launches made on tcfuse's launcher thread")
             [ "${n:-0}" -ge 8 ] || { echo "$name: few launches queued"; cat "$T/$name.graph.err"; return 1; }
         done
     done
     # graphs made in the background and evicted (two held) while their launches may be
     # queued: each waits for its own
-    replay_vs_eager l-evict TCFUSE_REPLAY_LAUNCHER=1 TCFUSE_REPLAY_GRAPHS=2 \
+    order_vs_eager l-evict TCFUSE_REPLAY_LAUNCHER=1 TCFUSE_REPLAY_GRAPHS=2 \
         FAKECUDA_GRAPH_DELAY_US=2000 -- queued 12
-    same_text "l-evict: work and boundaries" \
-        <(ran_with_boundaries "$T/l-evict.eager.log") <(ran_with_boundaries "$T/l-evict.graph.log")
     expect_line "$T/l-evict.graph.err" 'graphs .* [1-9][0-9]* evicted'
     expect_line "$T/l-evict.graph.err" ', 0 refused there and their nodes issued one by one'
     # three keys in turn, each window's launch queued behind the last (1 ms each), two graphs
     # kept: a graph made evicts one whose launch is still queued, and waits for it (else the
     # worker destroys an instance the launcher then launches: refused)
-    replay_vs_eager l-evict3 TCFUSE_REPLAY_LAUNCHER=1 TCFUSE_REPLAY_GRAPHS=2 \
+    order_vs_eager l-evict3 TCFUSE_REPLAY_LAUNCHER=1 TCFUSE_REPLAY_GRAPHS=2 \
         FAKECUDA_GRAPH_DELAY_US=1000 -- evict 160
-    same_text "l-evict3: work and boundaries" \
-        <(ran_with_boundaries "$T/l-evict3.eager.log") <(ran_with_boundaries "$T/l-evict3.graph.log")
     expect_line "$T/l-evict3.graph.err" 'graphs .* [1-9][0-9]* evicted'
     expect_line "$T/l-evict3.graph.err" ', 0 refused there and their nodes issued one by one'
     # a graph with nothing to patch launched on the application's thread (a free after it)
     # while the window before it is queued: after it
-    replay_vs_eager l-inline TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
+    order_vs_eager l-inline TCFUSE_REPLAY_SYNC=1 TCFUSE_REPLAY_LAUNCHER=1 \
         FAKECUDA_GRAPH_DELAY_US=1000 -- inline 8
-    same_text "l-inline: work and boundaries" \
-        <(ran_with_boundaries "$T/l-inline.eager.log") <(ran_with_boundaries "$T/l-inline.graph.log")
     expect_line "$T/l-inline.graph.err" "launcher +[1-9][0-9]* graph launches made on tcfuse's launcher thread .*, [1-9][0-9]* on the application's"
     for name in l-graph-loop l-full-loop l-graph-alternate l-graph-streams l-graph-memset; do
         n=$(stat_num "$T/$name.graph.err" launcher "[0-9]+ graph launches made on tcfuse's launcher thread")
