@@ -1,6 +1,7 @@
 /* base: what every layer may use and that uses nothing of tcfuse: the clock, which loaded
- * object holds an address, the lock of an exit handler, signals deferred, its own threads. Thread-safe, no
- * state of its own beyond a memoized symbol lookup; never calls the CUDA driver.
+ * object holds an address, the lock of an exit handler, signals deferred, its own threads
+ * and their spin-waits. Thread-safe, no state of its own beyond a memoized symbol lookup;
+ * never calls the CUDA driver.
  */
 #ifndef TCF_BASE_H
 #define TCF_BASE_H

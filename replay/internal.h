@@ -357,9 +357,11 @@ void tcf_rnode_params(const tcf_rsig_t *s, const tcf_kernel_t *k, uint64_t ctx,
 /* --- the launcher thread (launcher.c) ------------------------------------------------ */
 /* Whether graph launches go to the launcher thread (TCFUSE_REPLAY_LAUNCHER, until exit). */
 int tcf_rlauncher_on(void);
-/* Queues p's launch of instance x (whose shadow is shadow) on stream for the launcher:
- * 0, or -1 when the caller must launch it inline, after tcf_rlauncher_drain. */
+/* Queues p's launch of instance x (whose shadow is shadow) on stream for the launcher
+ * (the caller found tcf_rlauncher_on; exit's stop is checked again under the queue's
+ * lock): 0, or -1 when the caller must launch it inline, after tcf_rlauncher_drain. */
 int tcf_rlauncher_push(tcf_rplan_t *p, CUgraphExec x, const uint8_t *shadow, uint64_t stream);
+/* Launches queued and made since the start (the stats' count of launches queued). */
 extern atomic_ullong tcf_rl_queued, tcf_rl_done;
 void tcf_rlauncher_wait(void);
 /* Returns once every launch queued before it was made: called before anything that must
@@ -488,11 +490,11 @@ typedef struct {
     atomic_ullong learned, learn_untracked, not_buildable, keys_reclaimed;
     atomic_ullong built_bg, built_sync, updates, reinstantiated, evicted, patch_failed;
     atomic_ullong ring_built, ring_failed;   /* second instances made, and refused */
-    /* TCFUSE_REPLAY_LAUNCHER: graph launches queued to the launcher thread, made inline
-     * instead (no thread, queue full, after exit began), refused there (their nodes issued
-     * one by one); the application's threads' waits for the queue, and their time; with
-     * stats on, the launcher's time in graph launches */
-    atomic_ullong rl_queued, rl_inline, rl_failed, rl_waits, rl_wait_ns, rl_launch_ns;
+    /* TCFUSE_REPLAY_LAUNCHER (launches queued: tcf_rl_queued): graph launches made inline
+     * instead (no thread, queue full, after exit began), refused on the launcher thread
+     * (their nodes issued one by one); the application's threads' waits for the queue, and
+     * their time; with stats on, the launcher's time in graph launches */
+    atomic_ullong rl_inline, rl_failed, rl_waits, rl_wait_ns, rl_launch_ns;
     atomic_ullong rl_lost;   /* queued launches not made by the time exit stopped waiting */
     atomic_ullong no_worker;   /* graphs built on the application's thread: no worker */
     atomic_ullong gave_up[TCF_RG__COUNT];

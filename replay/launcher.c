@@ -125,8 +125,6 @@ static void *tcf_rl_main(void *arg)
 
 int tcf_rlauncher_push(tcf_rplan_t *p, CUgraphExec x, const uint8_t *shadow, uint64_t stream)
 {
-    if (!tcf_rlauncher_on())
-        return -1;
     pthread_mutex_lock(&tcf_rl_mu);
     if (!tcf_rl_started && !tcf_rl_failed) {
         if (tcf_thread_spawn(tcf_rl_main) == 0)
@@ -146,7 +144,6 @@ int tcf_rlauncher_push(tcf_rplan_t *p, CUgraphExec x, const uint8_t *shadow, uin
     if (tcf_rl_sleeping)
         pthread_cond_signal(&tcf_rl_cond);
     pthread_mutex_unlock(&tcf_rl_mu);
-    atomic_fetch_add_explicit(&tcf_rctr.rl_queued, 1, memory_order_relaxed);
     return 0;
 }
 

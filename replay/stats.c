@@ -62,7 +62,7 @@ void tcf_replay_stats_print(void)
                 ops ? (double)L(patch_op_ns) / 1e3 / (double)ops : 0.0, la,
                 (double)L(replay_ns) / us - pk - po - la);
         if (tcf_cfg.replay_launcher) {
-            unsigned long long q = L(rl_queued);
+            unsigned long long q = atomic_load(&tcf_rl_queued);
             tcf_out("  launcher      %llu graph launches made on tcfuse's launcher thread (%.1f us "
                     "each; TCFUSE_REPLAY_LAUNCHER), %llu on the application's (a free after the "
                     "graph, no thread, the queue full, exit), %llu refused there and their "
