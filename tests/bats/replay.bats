@@ -20,8 +20,9 @@ setup() {
 # What ran on the device, one line each, launched or as a graph's node: kernels (name,
 # grid, block, smem, stream, parameter bytes), memsets ("M elem dst value count stream"),
 # copies ("C dst src bytes stream"), and the frees between them ("X ...").
+RAN_CALLS='cuLaunchKernel(Ex)?(_ptsz)?|cuGraphLaunch\.(node|memset|memcpy)|cuMemFreeAsync(_ptsz)?|cuMemsetD(8|16|32)Async(_ptsz)?|cuMemcpyDtoDAsync_v2(_ptsz)?'
 ran() {
-    grep -E '^(cuLaunchKernel(Ex)?(_ptsz)?|cuGraphLaunch\.(node|memset|memcpy)|cuMemFreeAsync(_ptsz)?|cuMemsetD(8|16|32)Async(_ptsz)?|cuMemcpyDtoDAsync_v2(_ptsz)?) .* rc=0$' "$1" | ran_lines
+    grep -E "^($RAN_CALLS) .* rc=0\$" "$1" | ran_lines
 }
 ran_lines() {
     sed -E 's/^(cuMemFreeAsync|cuMemsetD(8|16|32)Async|cuMemcpyDtoDAsync_v2)_ptsz /\1 /' |
@@ -34,9 +35,10 @@ ran_lines() {
 }
 # ran's lines with the calls that wait for or order against the device among them ("B
 # call args"): where each falls among the kernels.
+BOUNDARY_CALLS='cuStreamSynchronize|cuCtxSynchronize|cuEventRecord|cuEventSynchronize|cuEventQuery|cuStreamQuery|cuStreamWaitEvent|cuMemcpy(HtoD|DtoH)(Async)?(_v2)?|cuLaunchHostFunc'
 ran_with_boundaries() {
-    grep -E '^(cuLaunchKernel(Ex)?(_ptsz)?|cuGraphLaunch\.(node|memset|memcpy)|cuMemFreeAsync(_ptsz)?|cuMemsetD(8|16|32)Async(_ptsz)?|cuMemcpyDtoDAsync_v2(_ptsz)?|(cuStreamSynchronize|cuCtxSynchronize|cuEventRecord|cuEventSynchronize|cuEventQuery|cuStreamQuery|cuStreamWaitEvent|cuMemcpy(HtoD|DtoH)(Async)?(_v2)?|cuLaunchHostFunc)(_ptsz|_ptds)?) .* rc=0$' "$1" |
-        sed -E 's/^(cuStreamSynchronize|cuCtxSynchronize|cuEventRecord|cuEventSynchronize|cuEventQuery|cuStreamQuery|cuStreamWaitEvent|cuMemcpy(HtoD|DtoH)(Async)?(_v2)?|cuLaunchHostFunc)(_ptsz|_ptds)? (.*) rc=0$/B \1 \6/' |
+    grep -E "^($RAN_CALLS|($BOUNDARY_CALLS)(_ptsz|_ptds)?) .* rc=0\$" "$1" |
+        sed -E "s/^($BOUNDARY_CALLS)(_ptsz|_ptds)? (.*) rc=0\$/B \\1 \\6/" |
         ran_lines
 }
 # The same, stream by stream (order kept within each stream).
