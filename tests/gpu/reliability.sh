@@ -48,6 +48,7 @@ fault_case() {
         TCFUSE_IDLE_US=0 FUSE_CHAINS_QUICK=1 ${spec:+TCFUSE_FAULT=$spec} -- \
         "$PY" tests/gpu/fuse_chains.py "$WORK/res/faults.$name.pt"; rc=$?
     local log=$LOGS/faults.$name.log cmp inj n groups site=${spec%%:*}
+    if [[ $rc == 125 ]]; then FAULT_NOTRUN+="$name; "; return; fi
     if [[ $rc != 0 ]]; then FAULT_BAD+="$name: rc $rc; "; return; fi
     "$PY" tests/gpu/fuse_chains.py --compare "$WORK/res/faults.plain.pt" "$WORK/res/faults.$name.pt" \
         >"$LOGS/faults.$name.compare.log" 2>&1
@@ -72,6 +73,7 @@ graph_fault_case() {
         TCFUSE_REPLAY_SYNC=1 TCFUSE_FAULT="$spec" -- "$WORK/bin/replay" vary 40 "$out"; rc=$?
     local log=$LOGS/faults.graph.$name.log site=${spec##*,} inj n
     site=${site%%:*}
+    if [[ $rc == 125 ]]; then FAULT_NOTRUN+="graph $name; "; return; fi
     if [[ $rc != 0 ]]; then FAULT_BAD+="graph $name: rc $rc; "; return; fi
     inj=$(grep -oE "faults .*" "$log" | grep -oE "$site [0-9]+ of [0-9]+" | head -n 1)
     if [[ $line == "given up" ]]; then
@@ -88,17 +90,21 @@ graph_fault_case() {
 }
 
 suite_faults() {
-    FAULT_BAD="" FAULT_DETAIL="" FAULT_RUNS=0
-    run_cmd faults.plain 90 FUSE_CHAINS_QUICK=1 -- "$PY" tests/gpu/fuse_chains.py "$WORK/res/faults.plain.pt" || {
-        report ERROR "plain run failed: $(last_line "$LOGS/faults.plain.log")"; return; }
+    FAULT_BAD="" FAULT_DETAIL="" FAULT_RUNS=0 FAULT_NOTRUN=""
+    local rc
+    run_cmd faults.plain 90 FUSE_CHAINS_QUICK=1 -- "$PY" tests/gpu/fuse_chains.py "$WORK/res/faults.plain.pt"; rc=$?
+    if [[ $rc == 125 ]]; then report SKIP "not run: out of time"; return; fi
+    if [[ $rc != 0 ]]; then report ERROR "plain run failed (rc $rc): $(last_line "$LOGS/faults.plain.log")"; return; fi
     fault_case none "" cold fused ""
-    [[ $(fuse_groups "$LOGS/faults.none.log") =~ ^[1-9] ]] || FAULT_BAD+="none: nothing fused; "
+    not_run "$LOGS/faults.none.log" || [[ $(fuse_groups "$LOGS/faults.none.log") =~ ^[1-9] ]] ||
+        FAULT_BAD+="none: nothing fused; "
     fault_case nvrtc_open nvrtc_open cold "not held" "no NVRTC"
     fault_case nvrtc_compile nvrtc_compile:3 cold fallbacks "(compile_failed|verify_unable)"
     fault_case module_load module_load:3 cold fallbacks "(load_failed|verify_unable)"
     fault_case fused_launch fused_launch:5 warm fallbacks fused_failed
     fault_case fused_every fused_launch:every warm fallbacks fused_failed
-    [[ $(fuse_groups "$LOGS/faults.fused_every.log") == 0 ]] || FAULT_BAD+="fused_every: groups ran fused; "
+    not_run "$LOGS/faults.fused_every.log" || [[ $(fuse_groups "$LOGS/faults.fused_every.log") == 0 ]] ||
+        FAULT_BAD+="fused_every: groups ran fused; "
     fault_case cache_read cache_read:2 warm fallbacks cache_read_failed
     fault_case cache_write cache_write:2 cold fallbacks cache_write_failed
     fault_case cache_rename cache_rename:2 cold fallbacks cache_write_failed
@@ -109,7 +115,10 @@ suite_faults() {
     # iteration), graphs made on the application's thread so that each site is reached
     if need_bin replay; then
         local bin=$WORK/bin/replay
-        if run_cmd faults.graph.plain 60 -- "$bin" vary 40 "$WORK/res/faults.graph.plain"; then
+        run_cmd faults.graph.plain 60 -- "$bin" vary 40 "$WORK/res/faults.graph.plain"; rc=$?
+        if [[ $rc == 125 ]]; then
+            FAULT_NOTRUN+="graph; "
+        elif [[ $rc == 0 ]]; then
             graph_fault_case instantiate graph_instantiate:every "given up" instantiate-failed
             graph_fault_case patch graph_patch:every graphs "whole-graph updates"
             graph_fault_case update graph_patch:every,graph_update:every graphs re-instantiated
@@ -120,8 +129,9 @@ suite_faults() {
     else
         FAULT_BAD+="graph: replay.cu did not build; "
     fi
-    if [[ -z $FAULT_BAD ]]; then report PASS "$FAULT_RUNS runs bitwise equal to plain, each fault counted: ${FAULT_DETAIL%; }"
-    else report FAIL "${FAULT_BAD%; } ($FAULT_DETAIL)"; fi
+    if [[ -n $FAULT_BAD ]]; then report FAIL "${FAULT_BAD%; } (${FAULT_DETAIL%; }${FAULT_NOTRUN:+; not run: ${FAULT_NOTRUN%; }})"
+    elif [[ -n $FAULT_NOTRUN ]]; then report SKIP "not run (out of time): ${FAULT_NOTRUN%; }${FAULT_DETAIL:+ (${FAULT_DETAIL%; })}"
+    else report PASS "$FAULT_RUNS runs bitwise equal to plain, each fault counted: ${FAULT_DETAIL%; }"; fi
 }
 
 # ---- concurrency --------------------------------------------------------------------
@@ -130,9 +140,12 @@ suite_concurrency() {
     local bad="" detail="" notrun="" m name envs rc
     if need_bin concurrency; then
         local bin=$WORK/bin/concurrency
-        run_cmd conc.c.plain 60 -- "$bin" "$WORK/res/conc.c.plain.bin" 40 || bad+="C plain failed; "
-        run_cmd conc.c.plain2 60 -- "$bin" "$WORK/res/conc.c.plain2.bin" 40
-        cmp -s "$WORK/res/conc.c.plain.bin" "$WORK/res/conc.c.plain2.bin" || bad+="C plain runs differ (NONDET); "
+        run_cmd conc.c.plain 60 -- "$bin" "$WORK/res/conc.c.plain.bin" 40; rc=$?
+        if [[ $rc == 125 ]]; then notrun+="C plain; "
+        elif [[ $rc != 0 ]]; then bad+="C plain failed (rc $rc); "; fi
+        run_cmd conc.c.plain2 60 -- "$bin" "$WORK/res/conc.c.plain2.bin" 40; rc=$?
+        if [[ $rc == 125 ]]; then notrun+="C plain2; "
+        elif ! cmp -s "$WORK/res/conc.c.plain.bin" "$WORK/res/conc.c.plain2.bin"; then bad+="C plain runs differ (NONDET); "; fi
         for m in "${CONC_MODES[@]}"; do
             read -r name envs <<<"$m"
             run_cmd "conc.c.$name" 60 LD_PRELOAD="$LIB" TCFUSE_STATS=1 $envs -- "$bin" "$WORK/res/conc.c.$name.bin" 40; rc=$?
@@ -144,7 +157,9 @@ suite_concurrency() {
     else
         bad+="concurrency.cu did not build: $(last_line "$LOGS/build-concurrency.log"); "
     fi
-    run_cmd conc.py.plain 90 -- "$PY" tests/gpu/concurrency.py "$WORK/res/conc.py.plain.pt" || bad+="Python plain failed; "
+    run_cmd conc.py.plain 90 -- "$PY" tests/gpu/concurrency.py "$WORK/res/conc.py.plain.pt"; rc=$?
+    if [[ $rc == 125 ]]; then notrun+="Python plain; "
+    elif [[ $rc != 0 ]]; then bad+="Python plain failed (rc $rc); "; fi
     rm -rf "$WORK/conc-cache"
     for m in "${CONC_MODES[@]}"; do
         read -r name envs <<<"$m"
@@ -160,7 +175,7 @@ suite_concurrency() {
     done
     # runs the budget left out are not results: the suite is then not passed, nor failed
     if [[ -n $bad ]]; then report FAIL "${bad%; } ($detail)"
-    elif [[ -n $notrun ]]; then report SKIP "not run (out of time): ${notrun%; } (${detail%; })"
+    elif [[ -n $notrun ]]; then report SKIP "not run (out of time): ${notrun%; }${detail:+ (${detail%; })}"
     else report PASS "${detail%; }"; fi
 }
 
@@ -223,14 +238,17 @@ suite_forks() {
 # ---- exits --------------------------------------------------------------------------
 
 suite_exits() {
-    local cache=$WORK/exits-cache mode bad="" ok=0 rc0 rc held EXIT_DETAIL=
+    local cache=$WORK/exits-cache mode bad="" ok=0 rc0 rc held EXIT_DETAIL= notrun=""
     rm -rf "$cache"
     run_cmd exits.warm 90 "${FUSE_ENV[@]}" TCFUSE_CACHE_DIR="$cache" TCFUSE_COMPILE_WAIT=1 -- \
-        "$PY" tests/gpu/exits.py return || { report ERROR "warm-up run failed: $(last_line "$LOGS/exits.warm.log")"; return; }
+        "$PY" tests/gpu/exits.py return; rc=$?
+    if [[ $rc == 125 ]]; then report SKIP "not run: out of time"; return; fi
+    if [[ $rc != 0 ]]; then report ERROR "warm-up run failed (rc $rc): $(last_line "$LOGS/exits.warm.log")"; return; fi
     for mode in return atexit signal c-handler _exit kill; do
         run_cmd "exits.$mode.plain" 60 -- "$PY" tests/gpu/exits.py "$mode"; rc0=$?
         run_cmd "exits.$mode.fuse" 60 "${FUSE_ENV[@]}" TCFUSE_CACHE_DIR="$cache" TCFUSE_HOLD_ALL=1 -- \
             "$PY" tests/gpu/exits.py "$mode"; rc=$?
+        if [[ $rc0 == 125 || $rc == 125 ]]; then notrun+="$mode; " EXIT_DETAIL+="$mode not run; "; continue; fi
         grep -v -e '^#' -e '^tcfuse:' "$LOGS/exits.$mode.plain.log" >"$WORK/res/exits.$mode.plain.txt"
         grep -v -e '^#' -e '^tcfuse:' "$LOGS/exits.$mode.fuse.log" >"$WORK/res/exits.$mode.fuse.txt"
         held=$(sed -n 's/.*held *\([0-9]*\) windows.*/\1/p' "$LOGS/exits.$mode.fuse.log" | tail -n 1)
@@ -246,19 +264,23 @@ suite_exits() {
     # the suite's budget time for the runs after it.
     for us in 30000 120000 400000; do
         run_cmd "exits.alarm$us.plain" 30 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- \
-            "$PY" tests/gpu/exits.py alarm "$us"; plain_rcs+="$? "
+            "$PY" tests/gpu/exits.py alarm "$us"; rc0=$?
         run_cmd "exits.alarm$us.fuse" 30 "${FUSE_ENV[@]}" TCFUSE_CACHE_DIR="$cache" TCFUSE_HOLD_ALL=1 -- \
-            "$PY" tests/gpu/exits.py alarm "$us"; rc=$?; fuse_rcs+="$rc "
+            "$PY" tests/gpu/exits.py alarm "$us"; rc=$?
+        if [[ $rc0 == 125 || $rc == 125 ]]; then
+            notrun+="alarm $us us; " plain_rcs+="- " fuse_rcs+="- "; continue
+        fi
+        plain_rcs+="$rc0 " fuse_rcs+="$rc "
         # the handler's exit(14) is the only good end: a hang, or a crash such as the abort
         # of a process whose exit ran on another thread (rc 134), fails unless plain did
         # the same in its run beside it
-        local p0=${plain_rcs% }
-        p0=${p0##* }
-        if [[ $rc != 14 && $rc != "$p0" ]]; then
+        if [[ $rc != 14 && $rc != "$rc0" ]]; then
             if [[ $rc == 124 || $rc == 137 ]]; then bad+="alarm $us us: hung, plain did not; "
-            else bad+="alarm $us us: rc $rc, plain $p0; "; fi
+            else bad+="alarm $us us: rc $rc, plain $rc0; "; fi
         fi
     done
-    if [[ -z $bad ]]; then report PASS "$ok of 6 ends as plain (${EXIT_DETAIL%; }); exit from SIGALRM: plain rc $plain_rcs, fuse rc $fuse_rcs"
-    else report FAIL "${bad%; } (${EXIT_DETAIL%; }; alarm plain $plain_rcs fuse $fuse_rcs)"; fi
+    # runs the budget left out are not results: the suite is then not passed, nor failed
+    if [[ -n $bad ]]; then report FAIL "${bad%; } (${EXIT_DETAIL%; }; alarm plain $plain_rcs fuse $fuse_rcs${notrun:+; not run: ${notrun%; }})"
+    elif [[ -n $notrun ]]; then report SKIP "not run (out of time): ${notrun%; } (${EXIT_DETAIL%; }; alarm plain $plain_rcs fuse $fuse_rcs)"
+    else report PASS "$ok of 6 ends as plain (${EXIT_DETAIL%; }); exit from SIGALRM: plain rc $plain_rcs, fuse rc $fuse_rcs"; fi
 }
