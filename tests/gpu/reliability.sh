@@ -48,7 +48,7 @@ fault_case() {
         TCFUSE_IDLE_US=0 FUSE_CHAINS_QUICK=1 ${spec:+TCFUSE_FAULT=$spec} -- \
         "$PY" tests/gpu/fuse_chains.py "$WORK/res/faults.$name.pt"; rc=$?
     local log=$LOGS/faults.$name.log cmp inj n groups site=${spec%%:*}
-    if [[ $rc == 125 ]]; then FAULT_NOTRUN+="$name; "; return; fi
+    [[ $rc == 125 ]] && return   # not run: report names it
     if [[ $rc != 0 ]]; then FAULT_BAD+="$name: rc $rc; "; return; fi
     "$PY" tests/gpu/fuse_chains.py --compare "$WORK/res/faults.plain.pt" "$WORK/res/faults.$name.pt" \
         >"$LOGS/faults.$name.compare.log" 2>&1
@@ -73,7 +73,7 @@ graph_fault_case() {
         TCFUSE_REPLAY_SYNC=1 TCFUSE_FAULT="$spec" -- "$WORK/bin/replay" vary 40 "$out"; rc=$?
     local log=$LOGS/faults.graph.$name.log site=${spec##*,} inj n
     site=${site%%:*}
-    if [[ $rc == 125 ]]; then FAULT_NOTRUN+="graph $name; "; return; fi
+    [[ $rc == 125 ]] && return
     if [[ $rc != 0 ]]; then FAULT_BAD+="graph $name: rc $rc; "; return; fi
     inj=$(grep -oE "faults .*" "$log" | grep -oE "$site [0-9]+ of [0-9]+" | head -n 1)
     if [[ $line == "given up" ]]; then
@@ -90,10 +90,9 @@ graph_fault_case() {
 }
 
 suite_faults() {
-    FAULT_BAD="" FAULT_DETAIL="" FAULT_RUNS=0 FAULT_NOTRUN=""
+    FAULT_BAD="" FAULT_DETAIL="" FAULT_RUNS=0
     local rc
     run_cmd faults.plain 90 FUSE_CHAINS_QUICK=1 -- "$PY" tests/gpu/fuse_chains.py "$WORK/res/faults.plain.pt"; rc=$?
-    if [[ $rc == 125 ]]; then report SKIP "not run: out of time"; return; fi
     if [[ $rc != 0 ]]; then report ERROR "plain run failed (rc $rc): $(last_line "$LOGS/faults.plain.log")"; return; fi
     fault_case none "" cold fused ""
     not_run "$LOGS/faults.none.log" || [[ $(fuse_groups "$LOGS/faults.none.log") =~ ^[1-9] ]] ||
@@ -116,40 +115,35 @@ suite_faults() {
     if need_bin replay; then
         local bin=$WORK/bin/replay
         run_cmd faults.graph.plain 60 -- "$bin" vary 40 "$WORK/res/faults.graph.plain"; rc=$?
-        if [[ $rc == 125 ]]; then
-            FAULT_NOTRUN+="graph; "
-        elif [[ $rc == 0 ]]; then
+        if [[ $rc == 0 ]]; then
             graph_fault_case instantiate graph_instantiate:every "given up" instantiate-failed
             graph_fault_case patch graph_patch:every graphs "whole-graph updates"
             graph_fault_case update graph_patch:every,graph_update:every graphs re-instantiated
             graph_fault_case launch graph_launch:3 "given up" launch-failed
-        else
+        elif [[ $rc != 125 ]]; then
             FAULT_BAD+="graph: plain run failed; "
         fi
     else
         FAULT_BAD+="graph: replay.cu did not build; "
     fi
-    if [[ -n $FAULT_BAD ]]; then report FAIL "${FAULT_BAD%; } (${FAULT_DETAIL%; }${FAULT_NOTRUN:+; not run: ${FAULT_NOTRUN%; }})"
-    elif [[ -n $FAULT_NOTRUN ]]; then report SKIP "not run (out of time): ${FAULT_NOTRUN%; }${FAULT_DETAIL:+ (${FAULT_DETAIL%; })}"
-    else report PASS "$FAULT_RUNS runs bitwise equal to plain, each fault counted: ${FAULT_DETAIL%; }"; fi
+    if [[ -z $FAULT_BAD ]]; then report PASS "$FAULT_RUNS runs bitwise equal to plain, each fault counted: ${FAULT_DETAIL%; }"
+    else report FAIL "${FAULT_BAD%; } (${FAULT_DETAIL%; })"; fi
 }
 
 # ---- concurrency --------------------------------------------------------------------
 
 suite_concurrency() {
-    local bad="" detail="" notrun="" m name envs rc
+    local bad="" detail="" m name envs rc
     if need_bin concurrency; then
         local bin=$WORK/bin/concurrency
         run_cmd conc.c.plain 60 -- "$bin" "$WORK/res/conc.c.plain.bin" 40; rc=$?
-        if [[ $rc == 125 ]]; then notrun+="C plain; "
-        elif [[ $rc != 0 ]]; then bad+="C plain failed (rc $rc); "; fi
+        [[ $rc == 0 || $rc == 125 ]] || bad+="C plain failed (rc $rc); "
         run_cmd conc.c.plain2 60 -- "$bin" "$WORK/res/conc.c.plain2.bin" 40; rc=$?
-        if [[ $rc == 125 ]]; then notrun+="C plain2; "
-        elif ! cmp -s "$WORK/res/conc.c.plain.bin" "$WORK/res/conc.c.plain2.bin"; then bad+="C plain runs differ (NONDET); "; fi
+        if [[ $rc != 125 ]] && ! cmp -s "$WORK/res/conc.c.plain.bin" "$WORK/res/conc.c.plain2.bin"; then bad+="C plain runs differ (NONDET); "; fi
         for m in "${CONC_MODES[@]}"; do
             read -r name envs <<<"$m"
             run_cmd "conc.c.$name" 60 LD_PRELOAD="$LIB" TCFUSE_STATS=1 $envs -- "$bin" "$WORK/res/conc.c.$name.bin" 40; rc=$?
-            if [[ $rc == 125 ]]; then notrun+="C $name; "
+            if [[ $rc == 125 ]]; then :   # not run: report names it
             elif [[ $rc != 0 ]]; then bad+="C $name: rc $rc; "
             elif ! cmp -s "$WORK/res/conc.c.plain.bin" "$WORK/res/conc.c.$name.bin"; then bad+="C $name: output differs; "
             else detail+="C $name equal; "; fi
@@ -158,14 +152,13 @@ suite_concurrency() {
         bad+="concurrency.cu did not build: $(last_line "$LOGS/build-concurrency.log"); "
     fi
     run_cmd conc.py.plain 90 -- "$PY" tests/gpu/concurrency.py "$WORK/res/conc.py.plain.pt"; rc=$?
-    if [[ $rc == 125 ]]; then notrun+="Python plain; "
-    elif [[ $rc != 0 ]]; then bad+="Python plain failed (rc $rc); "; fi
+    [[ $rc == 0 || $rc == 125 ]] || bad+="Python plain failed (rc $rc); "
     rm -rf "$WORK/conc-cache"
     for m in "${CONC_MODES[@]}"; do
         read -r name envs <<<"$m"
         run_cmd "conc.py.$name" 90 LD_PRELOAD="$LIB" TCFUSE_STATS=1 TCFUSE_CACHE_DIR="$WORK/conc-cache" $envs -- \
             "$PY" tests/gpu/concurrency.py "$WORK/res/conc.py.$name.pt"; rc=$?
-        if [[ $rc == 125 ]]; then notrun+="Python $name; "; continue; fi
+        [[ $rc == 125 ]] && continue
         if [[ $rc != 0 ]]; then bad+="Python $name: rc $rc ($(last_line "$LOGS/conc.py.$name.log")); "; continue; fi
         "$PY" tests/gpu/fuse_chains.py --compare "$WORK/res/conc.py.plain.pt" "$WORK/res/conc.py.$name.pt" \
             >"$LOGS/conc.py.$name.compare.log" 2>&1
@@ -173,9 +166,7 @@ suite_concurrency() {
         if [[ $c != *" 0 failed" ]]; then bad+="Python $name: $c; "
         else detail+="Python $name: ${c#fuse_chains: }, $(fuse_groups "$LOGS/conc.py.$name.log" || true) groups fused; "; fi
     done
-    # runs the budget left out are not results: the suite is then not passed, nor failed
-    if [[ -n $bad ]]; then report FAIL "${bad%; } ($detail)"
-    elif [[ -n $notrun ]]; then report SKIP "not run (out of time): ${notrun%; }${detail:+ (${detail%; })}"
+    if [[ -n $bad ]]; then report FAIL "${bad%; } (${detail%; })"
     else report PASS "${detail%; }"; fi
 }
 
@@ -189,7 +180,7 @@ fork_compare() {
     local name=$1 m rc0 rc
     fork_lines "$LOGS/$name.plain.log" >"$WORK/res/$name.plain.txt"
     rc0=$(sed -n 's/^# rc=\([0-9]*\).*/\1/p' "$LOGS/$name.plain.log")
-    if [[ $rc0 == 125 ]]; then FORK_NOTRUN+="$name plain; "; return; fi
+    [[ $rc0 == 125 ]] && return   # not run: report names it
     if [[ $rc0 != 0 || ! -s $WORK/res/$name.plain.txt ]]; then
         FORK_BAD+="$name: the plain run failed (rc $rc0: $(last_line "$LOGS/$name.plain.log")); "
         return
@@ -197,7 +188,7 @@ fork_compare() {
     for m in $FORK_MODES; do
         fork_lines "$LOGS/$name.$m.log" >"$WORK/res/$name.$m.txt"
         rc=$(sed -n 's/^# rc=\([0-9]*\).*/\1/p' "$LOGS/$name.$m.log")
-        if [[ $rc == 125 ]]; then FORK_NOTRUN+="$name $m; "
+        if [[ $rc == 125 ]]; then :
         elif [[ $rc != "$rc0" ]]; then FORK_BAD+="$name $m: rc $rc, plain $rc0; "
         elif ! cmp -s "$WORK/res/$name.plain.txt" "$WORK/res/$name.$m.txt"; then FORK_BAD+="$name $m: output differs; "
         else FORK_OK=$((FORK_OK + 1)); fi
@@ -206,7 +197,7 @@ fork_compare() {
 
 FORK_MODES="observe fuse graph full"
 suite_forks() {
-    FORK_BAD="" FORK_NOTRUN="" FORK_OK=0
+    FORK_BAD="" FORK_OK=0
     local mode m
     if need_bin forks; then
         for mode in before after; do
@@ -229,26 +220,23 @@ suite_forks() {
         done
         fork_compare "forks.py.$mode"
     done
-    # runs the budget left out are not results: the suite is then not passed, nor failed
-    if [[ -n $FORK_BAD ]]; then report FAIL "${FORK_BAD%; } ($FORK_OK as plain${FORK_NOTRUN:+; not run: ${FORK_NOTRUN%; }})"
-    elif [[ -n $FORK_NOTRUN ]]; then report SKIP "not run (out of time): ${FORK_NOTRUN%; } ($FORK_OK as plain)"
-    else report PASS "$FORK_OK runs (C before/after, Python before/after/DataLoader; $FORK_MODES) end as plain does"; fi
+    if [[ -z $FORK_BAD ]]; then report PASS "$FORK_OK runs (C before/after, Python before/after/DataLoader; $FORK_MODES) end as plain does"
+    else report FAIL "${FORK_BAD%; } ($FORK_OK as plain)"; fi
 }
 
 # ---- exits --------------------------------------------------------------------------
 
 suite_exits() {
-    local cache=$WORK/exits-cache mode bad="" ok=0 rc0 rc held EXIT_DETAIL= notrun=""
+    local cache=$WORK/exits-cache mode bad="" ok=0 rc0 rc held EXIT_DETAIL=
     rm -rf "$cache"
     run_cmd exits.warm 90 "${FUSE_ENV[@]}" TCFUSE_CACHE_DIR="$cache" TCFUSE_COMPILE_WAIT=1 -- \
         "$PY" tests/gpu/exits.py return; rc=$?
-    if [[ $rc == 125 ]]; then report SKIP "not run: out of time"; return; fi
     if [[ $rc != 0 ]]; then report ERROR "warm-up run failed (rc $rc): $(last_line "$LOGS/exits.warm.log")"; return; fi
     for mode in return atexit signal c-handler _exit kill; do
         run_cmd "exits.$mode.plain" 60 -- "$PY" tests/gpu/exits.py "$mode"; rc0=$?
         run_cmd "exits.$mode.fuse" 60 "${FUSE_ENV[@]}" TCFUSE_CACHE_DIR="$cache" TCFUSE_HOLD_ALL=1 -- \
             "$PY" tests/gpu/exits.py "$mode"; rc=$?
-        if [[ $rc0 == 125 || $rc == 125 ]]; then notrun+="$mode; " EXIT_DETAIL+="$mode not run; "; continue; fi
+        if [[ $rc0 == 125 || $rc == 125 ]]; then EXIT_DETAIL+="$mode not run; "; continue; fi
         grep -v -e '^#' -e '^tcfuse:' "$LOGS/exits.$mode.plain.log" >"$WORK/res/exits.$mode.plain.txt"
         grep -v -e '^#' -e '^tcfuse:' "$LOGS/exits.$mode.fuse.log" >"$WORK/res/exits.$mode.fuse.txt"
         held=$(sed -n 's/.*held *\([0-9]*\) windows.*/\1/p' "$LOGS/exits.$mode.fuse.log" | tail -n 1)
@@ -268,7 +256,7 @@ suite_exits() {
         run_cmd "exits.alarm$us.fuse" 30 "${FUSE_ENV[@]}" TCFUSE_CACHE_DIR="$cache" TCFUSE_HOLD_ALL=1 -- \
             "$PY" tests/gpu/exits.py alarm "$us"; rc=$?
         if [[ $rc0 == 125 || $rc == 125 ]]; then
-            notrun+="alarm $us us; " plain_rcs+="- " fuse_rcs+="- "; continue
+            plain_rcs+="- " fuse_rcs+="- "; continue   # not run: report names it
         fi
         plain_rcs+="$rc0 " fuse_rcs+="$rc "
         # the handler's exit(14) is the only good end: a hang, or a crash such as the abort
@@ -279,8 +267,6 @@ suite_exits() {
             else bad+="alarm $us us: rc $rc, plain $rc0; "; fi
         fi
     done
-    # runs the budget left out are not results: the suite is then not passed, nor failed
-    if [[ -n $bad ]]; then report FAIL "${bad%; } (${EXIT_DETAIL%; }; alarm plain $plain_rcs fuse $fuse_rcs${notrun:+; not run: ${notrun%; }})"
-    elif [[ -n $notrun ]]; then report SKIP "not run (out of time): ${notrun%; } (${EXIT_DETAIL%; }; alarm plain $plain_rcs fuse $fuse_rcs)"
-    else report PASS "$ok of 6 ends as plain (${EXIT_DETAIL%; }); exit from SIGALRM: plain rc $plain_rcs, fuse rc $fuse_rcs"; fi
+    if [[ -z $bad ]]; then report PASS "$ok of 6 ends as plain (${EXIT_DETAIL%; }); exit from SIGALRM: plain rc $plain_rcs, fuse rc $fuse_rcs"
+    else report FAIL "${bad%; } (${EXIT_DETAIL%; }; alarm plain $plain_rcs fuse $fuse_rcs)"; fi
 }
